@@ -1,0 +1,81 @@
+"""Numba options in one place.
+
+Every kernel in ldpsim is compiled with :data:`JIT_OPTIONS` through :func:`jit`.
+
+Numba's on-disk cache only notices edits to the file that holds the cached
+function, not to the jitted functions it calls from other modules (a model's
+gradient is called by the recursion kernel in ``recursion.py``). To never run
+stale machine code, the cache lives in a directory named after a hash of the
+whole package source, unless the user set ``NUMBA_CACHE_DIR`` themselves.
+This must run before numba is imported, which is why ``ldpsim/__init__.py``
+imports this module first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def source_hash(names=None) -> str:
+    """Hash of the package's Python sources (or of the files or folders ``names``)."""
+    roots = [_PACKAGE_DIR / name for name in names] if names else [_PACKAGE_DIR]
+    paths = sorted({p for root in roots for p in ([root] if root.is_file() else root.rglob("*.py"))})
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.relative_to(_PACKAGE_DIR).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ldpsim" / f"numba-{source_hash()}"
+
+
+if "NUMBA_CACHE_DIR" not in os.environ:
+    os.environ["NUMBA_CACHE_DIR"] = str(_default_cache_dir())
+    if "numba" in sys.modules:  # imported before us: numba read its config already
+        import numba.core.config as _numba_config
+
+        _numba_config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
+
+import numba  # noqa: E402  (after the cache directory is fixed)
+
+#: Options of every ldpsim kernel: cached on disk, GIL released (thread
+#: backends run kernels in parallel), numpy's error model (division by zero
+#: gives inf/nan instead of raising, and spares the zero checks).
+JIT_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy"}
+
+
+#: Options of helpers called from kernels with a ``Generator`` argument. They
+#: are inlined in numba's IR: an ordinary call passes the generator with a
+#: reference-count increment and decrement (atomic operations) that cost
+#: more than the random draw itself.
+INLINE_OPTIONS = {**JIT_OPTIONS, "inline": "always"}
+
+
+def jit(func=None, *, inline=False):
+    """Compile ``func`` with :data:`JIT_OPTIONS` (or :data:`INLINE_OPTIONS`).
+
+    Parameters
+    ----------
+    func : callable
+        A module-level function in numba's nopython subset.
+    inline : bool
+        Inline the function into its jitted callers (use for helpers that
+        take the generator).
+
+    Returns
+    -------
+    numba.core.registry.CPUDispatcher
+        The dispatcher; ``.py_func`` is the plain-Python original.
+    """
+    options = INLINE_OPTIONS if inline else JIT_OPTIONS
+    if func is None:
+        return numba.njit(**options)
+    return numba.njit(**options)(func)
