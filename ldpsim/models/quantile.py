@@ -1,0 +1,98 @@
+"""Quantile of N(0, 1) by LDP-SGD with randomized response (000, Section 4).
+
+The loss gradient at ``theta`` for observation ``X`` is
+``g = -tau + 1{X <= theta}``; the indicator is privatized by randomized
+response and debiased, so the reported gradient is
+``-tau + (A_RR - (1 - p)) / (2p - 1)``, unbiased for ``g`` given ``X``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy import stats
+
+from ..mechanisms import RandomizedResponse, randomized_response
+from .base import Model, gradient_for
+
+
+class QuantileRR(NamedTuple):
+    """Constants of the privatized quantile gradient, as the kernel needs them."""
+
+    flip_prob: float  # 1 - p
+    scale: float  # 1 / (2p - 1)
+    offset: float  # tau + (1 - p) / (2p - 1)
+
+
+class QuantilePlain(NamedTuple):
+    """Constants of the non-private quantile gradient (epsilon = inf)."""
+
+    tau: float
+
+
+@gradient_for(QuantileRR)
+def quantile_rr_gradient(params, theta, gen):
+    """Draw ``X ~ N(0, 1)`` and return the debiased randomized-response gradient."""
+    bit = 1.0 if gen.standard_normal() <= theta else 0.0
+    return params.scale * randomized_response(bit, gen, params.flip_prob) - params.offset
+
+
+@gradient_for(QuantilePlain)
+def quantile_plain_gradient(params, theta, gen):
+    """Draw ``X ~ N(0, 1)`` and return ``-tau + 1{X <= theta}``."""
+    return (1.0 if gen.standard_normal() <= theta else 0.0) - params.tau
+
+
+class QuantileModel(Model):
+    """The ``tau``-quantile of N(0, 1) under epsilon-LDP randomized response.
+
+    Parameters
+    ----------
+    tau : float
+        Quantile level in (0, 1).
+    epsilon : float
+        Privacy budget (> 0, ``inf`` for non-private SGD).
+    """
+
+    name = "quantile"
+    dim = 1
+    path_keys = ("n", "tau", "epsilon", "c", "gamma", "theta0")
+
+    def __init__(self, tau: float, epsilon: float):
+        self.tau = float(tau)
+        self.mechanism = RandomizedResponse(float(epsilon))
+
+    @property
+    def private(self) -> bool:
+        return not math.isinf(self.mechanism.epsilon)
+
+    def kernel_params(self):
+        if not self.private:
+            return QuantilePlain(self.tau)
+        rr = self.mechanism
+        return QuantileRR(rr.flip_prob, rr.scale, self.tau + rr.shift)
+
+    @property
+    def gradient_py(self):
+        return quantile_rr_gradient if self.private else quantile_plain_gradient
+
+    def theta_star(self) -> np.ndarray:
+        return np.array([stats.norm.ppf(self.tau)])
+
+    def sigma(self) -> np.ndarray:
+        """``(tau (1 - tau) + S_LDP) / f(x_tau)^2`` with ``S_LDP = e^eps / (e^eps - 1)^2``."""
+        density = stats.norm.pdf(stats.norm.ppf(self.tau))
+        s = self.tau * (1.0 - self.tau) + self.mechanism.variance
+        return np.array([[s / density**2]])
+
+    @classmethod
+    def from_setting(cls, setting) -> "QuantileModel":
+        return cls(setting.tau, setting.epsilon)
+
+    def __repr__(self) -> str:
+        return f"QuantileModel(tau={self.tau}, epsilon={self.mechanism.epsilon})"
+
+
+__all__ = ["QuantileModel", "QuantilePlain", "QuantileRR"]
