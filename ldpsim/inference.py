@@ -1,0 +1,131 @@
+"""Confidence intervals from a path's streamed state: BB, BM, SN and the oracle.
+
+One function per method, each returning ``(lower, upper)`` arrays of shape
+``(d,)``. They run once per replication after the kernel; their cost is
+``O(B m d)`` at most, negligible next to the ``O(n)`` path.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from .critical_values import random_scaling_critical_value
+from .streaming import PathState, StreamLayout
+
+#: Method names, in table order.
+METHODS = ("BB", "BM", "SN", "oracle")
+
+#: Bootstrap multiplier laws: mean 0, variance 1.
+MULTIPLIERS = ("uniform", "rademacher", "gaussian", "mammen")
+
+_SQRT3 = math.sqrt(3.0)
+_SQRT5 = math.sqrt(5.0)
+_MAMMEN_LOW = (1.0 - _SQRT5) / 2.0
+_MAMMEN_HIGH = (1.0 + _SQRT5) / 2.0
+_MAMMEN_P_LOW = (_SQRT5 + 1.0) / (2.0 * _SQRT5)
+
+
+def normal_quantile(level: float) -> float:
+    """``z`` with ``P(|Z| <= z) = level`` for standard normal ``Z``."""
+    return float(stats.norm.ppf(0.5 + level / 2.0))
+
+
+def draw_multipliers(gen: np.random.Generator, law: str, size) -> np.ndarray:
+    """Draw i.i.d. bootstrap multipliers with mean 0 and variance 1.
+
+    Parameters
+    ----------
+    gen : numpy.random.Generator
+        Source of randomness.
+    law : {'uniform', 'rademacher', 'gaussian', 'mammen'}
+        ``uniform`` is U(-sqrt 3, sqrt 3) (the paper's choice); ``mammen`` is
+        Mammen's two-point law ``(1 -+ sqrt 5) / 2``.
+    size : int or tuple of int
+        Output shape.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    if law == "uniform":
+        return gen.uniform(-_SQRT3, _SQRT3, size)
+    if law == "rademacher":
+        return np.where(gen.random(size) < 0.5, -1.0, 1.0)
+    if law == "gaussian":
+        return gen.standard_normal(size)
+    if law == "mammen":
+        return np.where(gen.random(size) < _MAMMEN_P_LOW, _MAMMEN_LOW, _MAMMEN_HIGH)
+    raise ValueError(f"multiplier = {law!r} is not one of {', '.join(MULTIPLIERS)}")
+
+
+def block_bootstrap_draws(state: PathState, layout: StreamLayout, gen: np.random.Generator,
+                          n_boot: int, law: str) -> np.ndarray:
+    """``B`` draws of the multiplier block bootstrap statistic (000, eq. 11).
+
+    ``theta* = (1 / (m l)) sum_j eps_j sum_{b in block j} (theta_b - theta_bar)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(B, d)``.
+    """
+    m, l = layout.n_blocks, layout.block_len
+    deviations = state.blocks - l * state.theta_bar  # (m, d)
+    eps = draw_multipliers(gen, law, (n_boot, m))
+    # an elementwise product and a numpy sum, not a BLAS matmul, so that the
+    # result cannot depend on BLAS threading (n_jobs must not change results)
+    return (eps[:, :, None] * deviations[None, :, :]).sum(axis=1) / (m * l)
+
+
+def block_bootstrap(state: PathState, layout: StreamLayout, gen: np.random.Generator, *,
+                    n_boot: int, law: str, level: float):
+    """Block-bootstrap interval, 000 eq. (12) as written.
+
+    ``[theta_bar + q_alpha, theta_bar + q_(1-alpha)]``, ``alpha = (1 - level) / 2``,
+    with ``q`` the empirical quantiles (numpy's default, R's type 7) of the
+    bootstrap draws. With symmetric multipliers this has the law of the basic
+    bootstrap interval (docs/corrections.md, item 2).
+    """
+    draws = block_bootstrap_draws(state, layout, gen, n_boot, law)
+    alpha = (1.0 - level) / 2.0
+    q = np.quantile(draws, [alpha, 1.0 - alpha], axis=0)
+    return state.theta_bar + q[0], state.theta_bar + q[1]
+
+
+def batch_means_variance(state: PathState, layout: StreamLayout) -> np.ndarray:
+    """Batch-means estimate of the asymptotic variance (Chen et al. 2020).
+
+    ``(1/M) sum_{k=1..M} n_k (xbar_k - xbar)^2`` with batch 0 (burn-in)
+    dropped and ``xbar`` the mean of the retained iterates.
+
+    Returns
+    -------
+    numpy.ndarray
+        Diagonal of the estimate, shape ``(d,)``.
+    """
+    sizes = layout.batch_sizes[1:].astype(float)[:, None]
+    sums = state.batches[1:]
+    means = sums / sizes
+    grand = sums.sum(axis=0) / sizes.sum()
+    return (sizes * (means - grand) ** 2).sum(axis=0) / sums.shape[0]
+
+
+def batch_means(state: PathState, layout: StreamLayout, *, level: float):
+    """Batch-means interval ``theta_bar +- z sqrt(Sigma_hat / n)``."""
+    half = normal_quantile(level) * np.sqrt(batch_means_variance(state, layout) / layout.n)
+    return state.theta_bar - half, state.theta_bar + half
+
+
+def random_scaling(state: PathState, layout: StreamLayout, *, level: float):
+    """Random-scaling (self-normalised) interval ``theta_bar +- cv sqrt(V_n / n)``."""
+    half = random_scaling_critical_value(level) * np.sqrt(state.sn_v / layout.n)
+    return state.theta_bar - half, state.theta_bar + half
+
+
+def oracle(state: PathState, layout: StreamLayout, *, sigma: np.ndarray, level: float):
+    """Interval from the true asymptotic covariance: ``theta_bar +- z sqrt(Sigma_jj / n)``."""
+    half = normal_quantile(level) * np.sqrt(np.diag(sigma) / layout.n)
+    return state.theta_bar - half, state.theta_bar + half
