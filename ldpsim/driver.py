@@ -1,0 +1,235 @@
+"""Monte Carlo driver: replications of each setting, in parallel, resumable.
+
+Replication ``r`` of a setting draws everything (path, then bootstrap
+multipliers) from ``SeedSequence(root, spawn_key=(setting.seed_key, r))``
+(:mod:`ldpsim.rng`),
+so results do not depend on ``n_jobs``, the backend or the order in which
+chunks finish. Replications run in chunks (one joblib task each); a finished
+chunk is written to ``<out>/chunks/`` at once, so an interrupted run loses
+only the chunks in flight and ``resume=True`` skips the saved ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from . import inference
+from ._jit import source_hash
+from .config import Config, Setting
+from .models import build_model
+from .recursion import run_path
+from .rng import as_generator, replication_generator
+
+#: Aim for chunks of about this many SGD steps (well under a second each).
+CHUNK_STEPS = 20_000_000
+#: Never more replications than this in one chunk.
+MAX_CHUNK_REPS = 50
+#: Bumped when the chunk file layout or the meaning of its arrays changes.
+CHUNK_FORMAT = 1
+#: Sources that decide what a chunk holds; a change to any of them makes
+#: ``--resume`` recompute rather than reuse saved chunks. (Reporting code
+#: is left out so that tables can be reworked without rerunning.)
+COMPUTE_SOURCES = ("models", "mechanisms.py", "recursion.py", "streaming.py", "inference.py",
+                   "critical_values.py", "driver.py", "config.py", "rng.py")
+
+
+def chunk_size(n: int) -> int:
+    """Replications per chunk for paths of ``n`` steps (a function of ``n`` only)."""
+    return int(min(MAX_CHUNK_REPS, max(1, CHUNK_STEPS // n)))
+
+
+@dataclass
+class ChunkResult:
+    """Per-replication output of a range of replications of one setting.
+
+    Attributes
+    ----------
+    theta_bar : numpy.ndarray
+        ``(reps, d)`` averaged iterates.
+    bounds : numpy.ndarray
+        ``(reps, n_methods, d, 2)`` interval ends.
+    ok : numpy.ndarray
+        ``(reps,)`` False where the path diverged or an interval is not finite.
+    """
+
+    theta_bar: np.ndarray
+    bounds: np.ndarray
+    ok: np.ndarray
+
+    @classmethod
+    def concatenate(cls, parts):
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("theta_bar", "bounds", "ok")))
+
+
+def run_replications(setting: Setting, methods, root_seed: int, start: int, stop: int) -> ChunkResult:
+    """Run replications ``start .. stop - 1`` of ``setting``.
+
+    Parameters
+    ----------
+    setting : Setting
+        Grid point.
+    methods : sequence of str
+        Interval methods to compute.
+    root_seed : int
+        Root of the seed tree.
+    start, stop : int
+        Replication range.
+
+    Returns
+    -------
+    ChunkResult
+    """
+    model = build_model(setting)
+    layout = setting.layout(methods)
+    sigma = model.sigma()
+    k, d = stop - start, model.dim
+    theta_bar = np.full((k, d), np.nan)
+    bounds = np.full((k, len(methods), d, 2), np.nan)
+    ok = np.zeros(k, dtype=bool)
+    for row, rep in enumerate(range(start, stop)):
+        gen = replication_generator(root_seed, setting.seed_key, rep)
+        state = run_path(model, gen, setting.n, setting.c, setting.gamma, setting.theta0, layout)
+        theta_bar[row] = state.theta_bar
+        if not state.finite(setting.n):
+            continue
+        for j, method in enumerate(methods):
+            if method == "BB":
+                lo, hi = inference.block_bootstrap(
+                    state, layout, gen, n_boot=setting.B, law=setting.multiplier, level=setting.level
+                )
+            elif method == "BM":
+                lo, hi = inference.batch_means(state, layout, level=setting.level)
+            elif method == "SN":
+                lo, hi = inference.random_scaling(state, layout, level=setting.level)
+            else:
+                lo, hi = inference.oracle(state, layout, sigma=sigma, level=setting.level)
+            bounds[row, j, :, 0] = lo
+            bounds[row, j, :, 1] = hi
+        ok[row] = bool(np.isfinite(bounds[row]).all() and np.isfinite(theta_bar[row]).all())
+    return ChunkResult(theta_bar, bounds, ok)
+
+
+def chunk_key(setting: Setting, methods, root_seed: int) -> str:
+    """Name of a setting's chunk files: changes with anything that changes their content."""
+    identity = {
+        "setting": setting.as_dict(),
+        "methods": list(methods),
+        "seed": root_seed,
+        "format": CHUNK_FORMAT,
+        "source": source_hash(COMPUTE_SOURCES),
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _chunk_path(chunk_dir: Path, key: str, start: int, stop: int) -> Path:
+    return chunk_dir / f"{key}_{start:07d}_{stop:07d}.npz"
+
+
+def _save_chunk(path: Path, result: ChunkResult) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, theta_bar=result.theta_bar, bounds=result.bounds, ok=result.ok)
+        os.replace(tmp, path)  # atomic: a killed run never leaves half a chunk
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _load_chunk(path: Path) -> ChunkResult | None:
+    try:
+        with np.load(path) as data:
+            return ChunkResult(data["theta_bar"], data["bounds"], data["ok"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _chunk_task(index, setting, methods, root_seed, start, stop, path):
+    result = run_replications(setting, methods, root_seed, start, stop)
+    if path is not None:
+        _save_chunk(path, result)
+    return (index, start), result  # results arrive in completion order: say whose
+
+
+def warm_up(config: Config) -> None:
+    """Compile (or load from cache) each kernel once before workers start."""
+    seen = set()
+    for setting in config.settings:
+        model = build_model(setting)
+        kind = type(model.kernel_params())
+        if kind in seen:
+            continue
+        seen.add(kind)
+        small = Setting(**{**setting.as_dict(), "n": 64, "beta": 0.5})
+        run_path(model, as_generator(0), 64, setting.c, setting.gamma, setting.theta0,
+                 small.layout(config.methods))
+
+
+def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", chunk_dir: Path | None = None,
+             resume: bool = False, progress: bool = True) -> list[ChunkResult]:
+    """Run every replication of every setting of ``config``.
+
+    Parameters
+    ----------
+    config : Config
+        Validated run.
+    n_jobs : int
+        joblib workers (-1: all cores). Never changes the results.
+    backend : {'loky', 'threading'}
+        joblib backend. Kernels release the GIL, so threads run in parallel.
+    chunk_dir : Path, optional
+        Where finished chunks are saved; ``None`` keeps them in memory only.
+    resume : bool
+        Reuse chunks saved in ``chunk_dir`` by an earlier run of the same
+        settings and seed.
+    progress : bool
+        Show a progress bar with ETA.
+
+    Returns
+    -------
+    list of ChunkResult
+        One per setting, replications in order.
+    """
+    from tqdm.auto import tqdm
+
+    tasks, done = [], {}
+    for i, setting in enumerate(config.settings):
+        key = chunk_key(setting, config.methods, config.seed)
+        size = chunk_size(setting.n)
+        for start in range(0, config.reps, size):
+            stop = min(config.reps, start + size)
+            path = _chunk_path(chunk_dir, key, start, stop) if chunk_dir is not None else None
+            if resume and path is not None and path.exists():
+                loaded = _load_chunk(path)
+                if loaded is not None:
+                    done[(i, start)] = loaded
+                    continue
+            tasks.append((i, start, stop, path))
+
+    total = config.reps * len(config.settings)
+    already = sum(len(r.ok) for r in done.values())
+    with tqdm(total=total, initial=already, unit="rep", disable=not progress, dynamic_ncols=True,
+              desc="replications") as bar:
+        if tasks:
+            warm_up(config)
+            parallel = Parallel(n_jobs=n_jobs, backend=backend, return_as="generator_unordered")
+            calls = (delayed(_chunk_task)(i, config.settings[i], config.methods, config.seed, start, stop, path)
+                     for i, start, stop, path in tasks)
+            for tag, result in parallel(calls):
+                done[tag] = result
+                bar.update(len(result.ok))
+
+    out = []
+    for i in range(len(config.settings)):
+        parts = [done[k] for k in sorted(k for k in done if k[0] == i)]
+        out.append(ChunkResult.concatenate(parts))
+    return out
