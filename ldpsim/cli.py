@@ -1,0 +1,122 @@
+"""Command line: ``python -m ldpsim {run,table,compare} ...``.
+
+``run`` flags are the config keys: ``--reps``, ``--n`` and ``--seed`` directly,
+every key through ``--set KEY=VALUE``; command-line values win over the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+from .config import ConfigError, ConfigWarning
+
+PROG = "ldpsim"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a config and write summary.csv, tables and meta.json")
+    run.add_argument("config", help="YAML config file (keys as in configs/quantile.yaml)")
+    run.add_argument("--reps", help="Monte Carlo replications per setting")
+    run.add_argument("--n", nargs="+", metavar="N", help="sample sizes (e.g. 1e6 1e7)")
+    run.add_argument("--seed", help="root seed")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="set any config key; VALUE is YAML, so lists give grids (--set tau=[0.5,0.9])")
+    run.add_argument("--n-jobs", type=int, default=-1, help="parallel workers (default: all cores)")
+    run.add_argument("--backend", choices=("loky", "threading"), default="loky", help="joblib backend")
+    run.add_argument("--out", type=Path, help="output directory (default: results/<config name>)")
+    run.add_argument("--resume", action="store_true", help="reuse replications saved by an interrupted run")
+    run.add_argument("--quiet", action="store_true", help="no progress bar, no table on stdout")
+
+    table = sub.add_parser("table", help="re-render table.md and table.tex from a run's summary.csv")
+    table.add_argument("dir", type=Path, help="run output directory")
+
+    comp = sub.add_parser("compare", help="compare a run with a published table")
+    comp.add_argument("dir", type=Path, help="run output directory")
+    comp.add_argument("--table", default="table1_quantile", help="reference table name")
+    return parser
+
+
+def _overrides(args) -> dict:
+    from .config import parse_assignment
+
+    overrides = dict(parse_assignment(item) for item in args.set)
+    for key in ("reps", "seed"):
+        if getattr(args, key) is not None:
+            overrides[key] = getattr(args, key)
+    if args.n is not None:
+        overrides["n"] = args.n if len(args.n) > 1 else args.n[0]
+    return overrides
+
+
+def _run(args) -> int:
+    from . import config as cfg
+    from .experiment import run_experiment
+
+    config = cfg.load(args.config, _overrides(args))
+    out = args.out or Path("results") / Path(args.config).stem
+    rows = run_experiment(config, out, name=Path(args.config).stem, n_jobs=args.n_jobs, backend=args.backend,
+                          resume=args.resume, progress=not args.quiet, command=[PROG, *sys.argv[1:]])
+    failed = sum(r["n_failed"] for r in rows if r["method"] == rows[0]["method"] and r["coord"] == 0)
+    if not args.quiet:
+        print((out / "table.md").read_text())
+    if failed:
+        print(f"{PROG}: {failed} replication(s) diverged or gave non-finite intervals; "
+              "they are excluded and counted in n_failed", file=sys.stderr)
+    print(f"{PROG}: wrote {out / 'summary.csv'}, table.md, table.tex, meta.json", file=sys.stderr)
+    return 0
+
+
+def _table(args) -> int:
+    from .experiment import rerender
+
+    if not (args.dir / "summary.csv").exists():
+        raise ConfigError(f"dir = {str(args.dir)!r} has no summary.csv")
+    print(rerender(args.dir))
+    return 0
+
+
+def _compare(args) -> int:
+    from .reference import compare, paper_tables, render_comparison
+    from .summary import read_csv
+
+    if not (args.dir / "summary.csv").exists():
+        raise ConfigError(f"dir = {str(args.dir)!r} has no summary.csv")
+    tables = paper_tables()
+    if args.table not in tables or "rows" not in tables[args.table]:
+        names = [k for k, v in tables.items() if isinstance(v, dict) and "rows" in v]
+        raise ConfigError(f"table = {args.table!r} is not one of: {', '.join(names)}")
+    meta_path = args.dir / "meta.json"
+    fixed = json.loads(meta_path.read_text())["config"] if meta_path.exists() else {}
+    text = render_comparison(compare(read_csv(args.dir / "summary.csv"), args.table, fixed))
+    (args.dir / f"compare_{args.table}.md").write_text(text)
+    print(text)
+    return 0
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    if issubclass(category, ConfigWarning):
+        print(f"{PROG}: warning: {message}", file=sys.stderr)
+    else:
+        print(warnings.formatwarning(message, category, filename, lineno, line), file=sys.stderr, end="")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status (2 for bad input)."""
+    args = _parser().parse_args(argv)
+    warnings.showwarning = _show_warning
+    try:
+        return {"run": _run, "table": _table, "compare": _compare}[args.command](args)
+    except ConfigError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; finished chunks are saved, rerun with --resume to continue",
+              file=sys.stderr)
+        return 130

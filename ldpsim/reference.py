@@ -1,0 +1,101 @@
+"""The papers' published tables, and a comparison of a run against them.
+
+Reference values live in ``ldpsim/data/paper_tables.yaml``; each table
+names its source (``000``: Dette & Graw, Section 4). A coverage agrees when
+it is within a given number of *combined* standard errors,
+``sqrt(se_run^2 + se_paper^2)``; lengths are compared as ratios.
+"""
+
+from __future__ import annotations
+
+import math
+from importlib import resources
+
+import yaml
+from tabulate import tabulate
+
+
+def paper_tables() -> dict:
+    """All reference tables, keyed by name (``table1_quantile``, ...)."""
+    text = resources.files("ldpsim").joinpath("data/paper_tables.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def compare(rows: list[dict], table: str = "table1_quantile", fixed: dict | None = None) -> list[dict]:
+    """Match summary rows with a published table.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Summary rows (``summary.csv``).
+    table : str
+        Name of the reference table.
+    fixed : dict, optional
+        Config values shared by all rows (``meta.json``'s ``config``): a key
+        that was not varied has no column in the summary.
+
+    Returns
+    -------
+    list of dict
+        One entry per (paper row, n) present in ``rows``: both coverages with
+        their SEs, ``z`` = difference over the combined SE, both lengths and
+        their ratio.
+    """
+    ref = paper_tables()[table]
+    columns = [int(n) for n in ref["columns"]]
+    out = []
+    for prow in ref["rows"]:
+        for j, n in enumerate(columns):
+            match = [r for r in rows
+                     if r["method"] == prow["method"] and r["n"] == n and _same_case(r, prow, fixed or {})]
+            if len(match) != 1:
+                continue
+            r = match[0]
+            combined = math.hypot(r["coverage_se"], prow["cover_se"][j])
+            case = {k: prow[k] for k in ("tau", "coef") if k in prow}
+            out.append({
+                **case,
+                "method": prow["method"],
+                "n": n,
+                "coverage": r["coverage"],
+                "coverage_se": r["coverage_se"],
+                "paper_coverage": prow["cover"][j],
+                "paper_coverage_se": prow["cover_se"][j],
+                "z": (r["coverage"] - prow["cover"][j]) / combined,
+                "length": r["length"],
+                "paper_length": prow["length"][j],
+                "length_ratio": r["length"] / prow["length"][j],
+            })
+    return out
+
+
+def _same_case(row: dict, prow: dict, fixed: dict) -> bool:
+    if "tau" in prow:
+        tau = row.get("tau", fixed.get("tau"))
+        if not isinstance(tau, (int, float)) or not math.isclose(tau, prow["tau"]):
+            return False
+    if "coef" in prow and row["coord"] != prow["coef"]:
+        return False
+    return True
+
+
+def render_comparison(entries: list[dict]) -> str:
+    """Markdown table of a comparison, with the worst |z| and length deviation."""
+    if not entries:
+        return "No rows of this run match the published table.\n"
+    head = [k for k in ("tau", "coef") if k in entries[0]] + [
+        "method", "n", "coverage (SE)", "paper (SE)", "z", "length", "paper", "ratio"]
+    body = [
+        [e[k] for k in ("tau", "coef") if k in e]
+        + [e["method"], f"{e['n']:.0e}", f"{e['coverage']:.3f} ({e['coverage_se']:.3f})",
+           f"{e['paper_coverage']:.3f} ({e['paper_coverage_se']:.3f})", f"{e['z']:+.2f}",
+           f"{e['length']:.4g}", f"{e['paper_length']:.2g}", f"{e['length_ratio']:.3f}"]
+        for e in entries
+    ]
+    worst_z = max(abs(e["z"]) for e in entries)
+    worst_len = max(abs(e["length_ratio"] - 1.0) for e in entries)
+    return (
+        tabulate(body, head, tablefmt="github", disable_numparse=True)
+        + f"\n\nLargest |z| (coverage difference in combined SEs): {worst_z:.2f}. "
+        + f"Largest length deviation: {100 * worst_len:.1f}%.\n"
+    )
