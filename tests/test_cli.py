@@ -1,0 +1,137 @@
+"""The command line end to end, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ldpsim.cli import main
+
+TINY_YAML = """\
+model: quantile
+tau: [0.5, 0.9]
+n: 2e4
+reps: 6
+seed: 3
+B: 100
+"""
+
+
+def ldpsim(*args, cwd=None, check=True):
+    proc = subprocess.run([sys.executable, "-m", "ldpsim", *args], capture_output=True, text=True, cwd=cwd)
+    if check and proc.returncode != 0:
+        raise AssertionError(proc.stderr)
+    return proc
+
+
+@pytest.fixture
+def tiny_yaml(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY_YAML)
+    return path
+
+
+def test_run_writes_all_outputs_and_table_rerenders(tiny_yaml, tmp_path):
+    proc = ldpsim("run", str(tiny_yaml), "--n-jobs", "1", cwd=tmp_path)
+    out = tmp_path / "results" / "tiny"  # default: results/<config name>
+    for name in ("summary.csv", "table.md", "table.tex", "meta.json"):
+        assert (out / name).exists(), name
+    assert "| 0.5   | BB" in proc.stdout and "cover" in proc.stdout
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["root_seed"] == 3 and meta["config"]["tau"] == [0.5, 0.9]
+    assert {"numpy", "numba", "python"} <= set(meta["versions"]) and meta["wall_time_s"] > 0
+    (out / "table.md").unlink()
+    rerender = ldpsim("table", str(out))
+    assert (out / "table.md").read_text() in rerender.stdout + "\n"
+    assert "\\begin{tabular}" in (out / "table.tex").read_text()
+
+
+def test_overrides_from_flags(tiny_yaml, tmp_path):
+    out = tmp_path / "o"
+    ldpsim("run", str(tiny_yaml), "--reps", "3", "--n", "1e4", "2e4", "--set", "tau=0.7", "--set", "methods=[SN]",
+           "--out", str(out), "--quiet", "--n-jobs", "1")
+    lines = (out / "summary.csv").read_text().splitlines()
+    assert lines[0].startswith("method,coord,n,reps")  # only n varies now
+    assert [line.split(",")[:4] for line in lines[1:]] == [["SN", "0", "10000", "3"], ["SN", "0", "20000", "3"]]
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--set", "tau=1.5"], "ldpsim: error: tau = 1.5 is outside (0, 1)"),
+        (["--set", "tua=0.5"], "ldpsim: error: unknown key 'tua' in --set (did you mean 'tau'?)"),
+        (["--n", "1e4.5"], "ldpsim: error: n = '1e4.5' is not an integer"),
+        (["--set", "epsilon=0"], "ldpsim: error: epsilon = 0.0 is outside (0, inf]"),
+    ],
+)
+def test_bad_input_one_line_and_exit_2(tiny_yaml, tmp_path, args, message, capsys):
+    status = main(["run", str(tiny_yaml), "--out", str(tmp_path / "x"), *args])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.startswith(message)
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_missing_config_and_dir(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "nope.yaml")]) == 2
+    assert main(["table", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("ldpsim: error: config file") and "not found" in err[0]
+    assert err[1].startswith("ldpsim: error: dir =") and "has no summary.csv" in err[1]
+
+
+def test_warning_is_one_line(tiny_yaml, tmp_path):
+    proc = ldpsim("run", str(tiny_yaml), "--set", "beta=0.5", "--reps", "2", "--out", str(tmp_path / "w"),
+                  "--quiet", "--n-jobs", "1")
+    warning = [line for line in proc.stderr.splitlines() if line.startswith("ldpsim: warning")]
+    assert warning == ["ldpsim: warning: beta = 0.5 <= gamma = 0.51: Theorem 3.2 (block bootstrap) needs gamma < beta"]
+
+
+def test_compare_with_paper(tmp_path):
+    # a summary in the paper's setting (numbers made up): compare reports z and length ratio
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / "summary.csv").write_text(
+        "tau,method,coord,n,reps,n_failed,coverage,coverage_se,length,length_se,theta_star,bias,sd,se_ratio\n"
+        "0.5,BB,0,1000000,500,0,0.9,0.0134,0.0085,5e-05,0.0,0.0,0.0027,1.0\n"
+    )
+    proc = ldpsim("compare", str(out))
+    assert "+0.99" in proc.stdout  # (0.900 - 0.880) / hypot(0.0134, 0.015)
+    assert "1.000" in proc.stdout and (out / "compare_table1_quantile.md").exists()
+
+
+def test_killed_run_resumes_to_the_same_summary(tmp_path):
+    config = tmp_path / "k.yaml"
+    config.write_text("tau: 0.5\nn: 1e6\nreps: 60\nseed: 5\nmethods: [BB, SN]\n")  # 3 chunks of 20
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "ldpsim", "run", str(config), "--out", str(killed),
+                             "--n-jobs", "1", "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not list((killed / "chunks").glob("*.npz")) if (killed / "chunks").exists() else True:
+        assert time.time() < deadline and proc.poll() is None, "run ended before a chunk was saved"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    saved = list((killed / "chunks").glob("*.npz"))
+    assert 1 <= len(saved) < 3 and not (killed / "summary.csv").exists()
+    ldpsim("run", str(config), "--out", str(killed), "--n-jobs", "1", "--quiet", "--resume")
+    whole = tmp_path / "whole"
+    ldpsim("run", str(config), "--out", str(whole), "--n-jobs", "1", "--quiet")
+    assert (killed / "summary.csv").read_bytes() == (whole / "summary.csv").read_bytes()
+    assert all(p.exists() for p in saved)
+
+
+def test_help_lists_commands():
+    proc = ldpsim("--help")
+    assert all(word in proc.stdout for word in ("run", "table", "compare"))
+
+
+def test_module_entry_point_exists():
+    assert (Path(__file__).parents[1] / "ldpsim" / "__main__.py").exists()

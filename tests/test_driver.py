@@ -1,0 +1,126 @@
+"""Monte Carlo driver: determinism, chunk independence, resume, failure accounting."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from ldpsim import config as cfg
+from ldpsim.config import ConfigWarning
+from ldpsim.driver import run_replications, simulate
+from ldpsim.experiment import run_experiment
+from ldpsim.summary import read_csv, summarize
+
+
+def test_same_seed_same_bytes_for_any_n_jobs_and_backend(tiny_config, tmp_path):
+    outs = []
+    for n_jobs, backend in [(1, "loky"), (2, "loky"), (2, "threading")]:
+        out = tmp_path / f"{n_jobs}-{backend}"
+        run_experiment(tiny_config, out, name="tiny", n_jobs=n_jobs, backend=backend, progress=False)
+        outs.append((out / "summary.csv").read_bytes())
+    assert outs[0] == outs[1] == outs[2]
+
+
+def test_different_seed_different_numbers(tiny_mapping):
+    a = simulate(cfg.resolve(tiny_mapping), n_jobs=1, progress=False)
+    b = simulate(cfg.resolve({**tiny_mapping, "seed": 8}), n_jobs=1, progress=False)
+    assert not np.array_equal(a[0].theta_bar, b[0].theta_bar)
+
+
+def test_replication_does_not_depend_on_its_chunk(tiny_config):
+    setting, methods = tiny_config.settings[1], tiny_config.methods
+    whole = run_replications(setting, methods, tiny_config.seed, 0, 6)
+    tail = run_replications(setting, methods, tiny_config.seed, 4, 6)
+    np.testing.assert_array_equal(whole.theta_bar[4:], tail.theta_bar)
+    np.testing.assert_array_equal(whole.bounds[4:], tail.bounds)
+
+
+def test_setting_results_do_not_depend_on_the_rest_of_the_grid(tiny_mapping):
+    alone = simulate(cfg.resolve({**tiny_mapping, "tau": 0.9}), n_jobs=1, progress=False)
+    in_grid = simulate(cfg.resolve(tiny_mapping), n_jobs=1, progress=False)
+    np.testing.assert_array_equal(alone[0].bounds, in_grid[1].bounds)
+
+
+def test_inference_keys_share_paths(tiny_mapping):
+    # common random numbers: settings differing only in beta see the same paths
+    config = cfg.resolve({**tiny_mapping, "tau": 0.5, "beta": [0.6, 0.75]})
+    res = simulate(config, n_jobs=1, progress=False)
+    np.testing.assert_array_equal(res[0].theta_bar, res[1].theta_bar)
+    assert not np.array_equal(res[0].bounds[:, 0], res[1].bounds[:, 0])  # BB differs
+
+
+def test_resume_reuses_saved_chunks_and_gives_same_summary(tiny_mapping, tmp_path, monkeypatch):
+    monkeypatch.setattr("ldpsim.driver.MAX_CHUNK_REPS", 4)  # several chunks per setting
+    config = cfg.resolve({**tiny_mapping, "reps": 12})
+    full = tmp_path / "full"
+    run_experiment(config, full, name="t", n_jobs=1, progress=False)
+    # an interrupted run: only some chunks made it to disk
+    part = tmp_path / "part"
+    run_experiment(config, part, name="t", n_jobs=1, progress=False)
+    chunks = sorted((part / "chunks").glob("*.npz"))
+    assert len(chunks) >= 4
+    for path in chunks[::2]:
+        path.unlink()
+    kept = {p: p.stat().st_mtime_ns for p in chunks[1::2]}
+    (part / "summary.csv").unlink()
+    run_experiment(config, part, name="t", n_jobs=1, progress=False, resume=True)
+    assert (part / "summary.csv").read_bytes() == (full / "summary.csv").read_bytes()
+    assert all(p.stat().st_mtime_ns == t for p, t in kept.items())  # reused, not recomputed
+
+
+def test_corrupt_chunk_is_recomputed_on_resume(tiny_mapping, tmp_path):
+    config = cfg.resolve(tiny_mapping)
+    run_experiment(config, tmp_path, name="t", n_jobs=1, progress=False)
+    before = (tmp_path / "summary.csv").read_bytes()
+    victim = sorted((tmp_path / "chunks").glob("*.npz"))[0]
+    victim.write_bytes(b"not a chunk")
+    run_experiment(config, tmp_path, name="t", n_jobs=1, progress=False, resume=True)
+    assert (tmp_path / "summary.csv").read_bytes() == before
+
+
+def test_diverging_replications_are_counted_not_fatal(tiny_mapping):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConfigWarning)
+        config = cfg.resolve({**tiny_mapping, "c": 1e300, "tau": 0.5})
+    results = simulate(config, n_jobs=1, progress=False)
+    assert not results[0].ok.any()
+    rows = summarize(config, results)
+    assert all(r["n_failed"] == config.reps and r["reps"] == 0 for r in rows)
+    assert all(math.isnan(r["coverage"]) for r in rows)
+
+
+def test_partly_failed_setting_excludes_failures_from_statistics(tiny_config):
+    results = simulate(tiny_config, n_jobs=1, progress=False)
+    results[0].ok[:3] = False  # as if three replications had diverged
+    results[0].bounds[:3] = np.nan
+    rows = summarize(tiny_config, results)
+    first = [r for r in rows if r["tau"] == 0.5]
+    assert all(r["n_failed"] == 3 and r["reps"] == tiny_config.reps - 3 for r in first)
+    assert all(np.isfinite(r["coverage"]) and np.isfinite(r["length"]) for r in first)
+
+
+def test_summary_columns(tiny_config, tmp_path):
+    run_experiment(tiny_config, tmp_path, name="t", n_jobs=1, progress=False)
+    rows = read_csv(tmp_path / "summary.csv")
+    assert list(rows[0]) == ["tau", "method", "coord", "n", "reps", "n_failed", "coverage", "coverage_se",
+                             "length", "length_se", "theta_star", "bias", "sd", "se_ratio"]
+    assert [r["method"] for r in rows[:4]] == ["BB", "BM", "SN", "oracle"]
+    assert {r["tau"] for r in rows} == {0.5, 0.9}
+    assert all(r["coord"] == 0 for r in rows)
+    for name in ("table.md", "table.tex", "meta.json"):
+        assert (tmp_path / name).exists()
+
+
+@pytest.mark.parametrize("level", [0.8, 0.95])
+def test_level_changes_interval_width_as_it_should(tiny_mapping, level):
+    base = summarize(c := cfg.resolve({**tiny_mapping, "tau": 0.5}), simulate(c, n_jobs=1, progress=False))
+    other = summarize(d := cfg.resolve({**tiny_mapping, "tau": 0.5, "level": level}),
+                      simulate(d, n_jobs=1, progress=False))
+    oracle_base = [r for r in base if r["method"] == "oracle"][0]["length"]
+    oracle_other = [r for r in other if r["method"] == "oracle"][0]["length"]
+    from scipy import stats
+    ratio = stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.95)
+    assert math.isclose(oracle_other / oracle_base, ratio, rel_tol=1e-12)
