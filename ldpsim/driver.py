@@ -215,10 +215,12 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", chunk_d
                     continue
             tasks.append((i, start, stop, path))
 
-    total = config.reps * len(config.settings)
-    already = sum(len(r.ok) for r in done.values())
-    with tqdm(total=total, initial=already, unit="rep", disable=not progress, dynamic_ncols=True,
-              desc="replications") as bar:
+    # progress in SGD steps, not replications: an n = 1e8 replication costs a
+    # hundred times an n = 1e6 one, and the ETA should know it
+    total = config.reps * sum(s.n for s in config.settings)
+    already = sum(len(r.ok) * config.settings[i].n for (i, _), r in done.items())
+    with tqdm(total=total, initial=already, unit="step", unit_scale=True, disable=not progress,
+              dynamic_ncols=True, desc="SGD steps") as bar:
         if tasks:
             warm_up(config)
             parallel = Parallel(n_jobs=n_jobs, backend=backend, return_as="generator_unordered")
@@ -226,7 +228,7 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", chunk_d
                      for i, start, stop, path in tasks)
             for tag, result in parallel(calls):
                 done[tag] = result
-                bar.update(len(result.ok))
+                bar.update(len(result.ok) * config.settings[tag[0]].n)
 
     out = []
     for i in range(len(config.settings)):
