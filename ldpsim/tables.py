@@ -27,7 +27,7 @@ def _se(x: float, tex: bool) -> str:
         return "-"
     if x == 0.0:
         return "0"
-    text = f"{x:.2g}"
+    text = f"{x:#.2g}"  # two significant digits, trailing zeros kept
     if tex and "e" in text:
         mant, exp = text.split("e")
         return f"${mant} \\times 10^{{{int(exp)}}}$"
@@ -77,7 +77,7 @@ def _layout(rows, lines, tex: bool):
 
 _MAIN = [
     ("cover", lambda r, tex: _cell(r["coverage"], r["coverage_se"], ".3f", tex)),
-    ("length", lambda r, tex: _cell(r["length"], r["length_se"], ".3g", tex)),
+    ("length", lambda r, tex: _cell(r["length"], r["length_se"], "#.3g", tex)),
 ]
 #: Diagnostics of theta_bar itself, shown once per setting (under method "theta_bar").
 _ESTIMATE = [
