@@ -95,6 +95,7 @@ def run_experiment(config: Config, out: Path, *, name: str, n_jobs: int = -1, ba
     """
     out.mkdir(parents=True, exist_ok=True)
     started = datetime.now(timezone.utc)
+    commit = _git_commit()  # the code that computes, not whatever is checked out at the end
     tic = time.perf_counter()
     results = simulate(config, n_jobs=n_jobs, backend=backend, chunk_dir=out / "chunks", resume=resume,
                        progress=progress)
@@ -117,7 +118,7 @@ def run_experiment(config: Config, out: Path, *, name: str, n_jobs: int = -1, ba
         "started_utc": started.isoformat(timespec="seconds"),
         "command": command or sys.argv,
         "versions": _versions(),
-        "git_commit": _git_commit(),
+        "git_commit": commit,
         "machine": _machine(),
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=2, allow_nan=True) + "\n")
