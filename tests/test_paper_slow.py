@@ -1,0 +1,54 @@
+"""Slow statistical checks: Table 1 of the block-bootstrap paper at n = 1e6.
+
+Run with ``python -m pytest -m slow`` (about a minute on two cores).
+Reference values: 000, Table 1, as copied in ldpsim/data/paper_tables.yaml.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from ldpsim import config as cfg
+from ldpsim.driver import simulate
+from ldpsim.models import QuantileModel
+from ldpsim.reference import compare
+from ldpsim.summary import summarize
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def table1_rows():
+    config = cfg.load(Path(__file__).parents[1] / "configs" / "quantile.yaml", {"n": "1e6"})
+    return summarize(config, simulate(config, n_jobs=-1, progress=False))
+
+
+def test_coverage_within_three_combined_standard_errors_of_paper(table1_rows):
+    entries = compare(table1_rows, "table1_quantile")
+    assert len(entries) == 6  # 2 tau x (BB, BM, SN)
+    for e in entries:
+        assert abs(e["z"]) < 3, e
+
+
+def test_lengths_close_to_paper(table1_rows):
+    # BB and BM lengths have MC SEs under 1% of their mean: within 5% of the
+    # paper's (itself rounded to 2 digits). SN lengths are far more variable
+    # (SE about 2% for each table): within 3 combined SEs.
+    for e in compare(table1_rows, "table1_quantile"):
+        if e["method"] in ("BB", "BM"):
+            assert abs(e["length_ratio"] - 1) < 0.05, e
+        else:
+            assert abs(e["length_z"]) < 3, e
+
+
+def test_oracle_variance_matches_spread_of_theta_bar(table1_rows):
+    # sd(theta_bar) over 500 replications has relative SE 1/sqrt(2 * 499) = 3.2%;
+    # at tau = 0.5 the asymptotic sd sqrt(Sigma / n) must agree within 3 SEs
+    row = next(r for r in table1_rows if r["method"] == "oracle" and r["tau"] == 0.5)
+    asymptotic = math.sqrt(QuantileModel(0.5, 1.0).sigma()[0, 0] / row["n"])
+    rel_se = 1 / math.sqrt(2 * (row["reps"] - 1))
+    assert abs(row["sd"] / asymptotic - 1) < 3 * rel_se
+    assert abs(row["bias"]) < 3 * row["sd"] / math.sqrt(row["reps"])
