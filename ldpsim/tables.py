@@ -59,7 +59,8 @@ def _diagnostic_rows(rows):
     return [{**r, "method": "theta_bar"} for r in rows if r["method"] == first] + rows
 
 
-def _layout(rows, lines, tex: bool):
+def _layout(rows, lines_of, tex: bool):
+    """Header and body: for each group, the lines ``lines_of(method)`` (label, renderer)."""
     keys, groups, ns = _groups(rows)
     multi = any(row["coord"] for row in rows)
     head = keys + (["coord"] if multi else []) + ["method", ""] + [_n_label(n, tex) for n in ns]
@@ -69,7 +70,7 @@ def _layout(rows, lines, tex: bool):
         # print repeated keys once, as the paper does
         shown = ["" if previous is not None and previous[: i + 1] == lead[: i + 1] else v for i, v in enumerate(lead)]
         previous = lead
-        for j, (label, render) in enumerate(lines(ident[-2]) if callable(lines) else lines):
+        for j, (label, render) in enumerate(lines_of(ident[-2])):
             first = shown if j == 0 else [""] * len(lead)
             body.append(first + [label] + [render(by_n[n], tex) if n in by_n else "" for n in ns])
     return head, body
@@ -95,7 +96,7 @@ def _ratio(a: float, b: float) -> str:
 def render_markdown(rows: list[dict], title: str | None = None) -> str:
     """Coverage/length table and diagnostics table as GitHub markdown."""
     parts = [f"# {title}\n"] if title else []
-    head, body = _layout(rows, _MAIN, tex=False)
+    head, body = _layout(rows, lambda method: _MAIN, tex=False)
     parts.append("Coverage and mean length of the confidence intervals (standard errors in brackets).\n")
     parts.append(tabulate(body, head, tablefmt="github", disable_numparse=True) + "\n")
     diag = sorted(_diagnostic_rows(rows), key=lambda r: [r[k] for k in key_columns(rows)])
@@ -111,5 +112,5 @@ def render_markdown(rows: list[dict], title: str | None = None) -> str:
 
 def render_latex(rows: list[dict]) -> str:
     """Coverage/length table as a LaTeX tabular (booktabs-free, raw math)."""
-    head, body = _layout(rows, _MAIN, tex=True)
+    head, body = _layout(rows, lambda method: _MAIN, tex=True)
     return tabulate(body, head, tablefmt="latex_raw", disable_numparse=True) + "\n"
