@@ -25,7 +25,7 @@ import yaml
 
 from .inference import METHODS, MULTIPLIERS
 from .models import MODELS
-from .streaming import StreamLayout, floor_power
+from .streaming import StreamLayout
 
 
 class ConfigError(ValueError):
@@ -200,21 +200,17 @@ def _validate_setting(s: Setting, methods) -> None:
     _check_range("n", s.n, s.n >= 2, "[2, inf)")
     if "SN" in methods:
         _check_range("level", s.level, 0.05 <= s.level <= 0.9999, "[0.05, 0.9999] (SN critical values)")
-    if "BB" in methods:
-        block_len = floor_power(s.n, s.beta)
-        if s.n // block_len < 2:
-            raise ConfigError(
-                f"n = {s.n} is too small for two bootstrap blocks with beta = {s.beta} "
-                f"(block length {block_len}); raise n or lower beta"
-            )
-    if "BM" in methods:
-        if s.gamma >= 1.0:
-            raise ConfigError(f"gamma = {s.gamma} leaves no batch-means batches; BM needs gamma < 1")
-        ends = StreamLayout.build(s.n, s.beta, s.gamma, blocks=False).batch_ends
-        if len(ends) < 3 or ends[0] < 1 or (ends[1:] <= ends[:-1]).any():
-            raise ConfigError(
-                f"n = {s.n} is too small for two batch-means batches with gamma = {s.gamma}; raise n"
-            )
+    if "BM" in methods and s.gamma >= 1.0:
+        raise ConfigError(f"gamma = {s.gamma} leaves no batch-means batches; BM needs gamma < 1")
+    layout = s.layout(methods)
+    if "BB" in methods and layout.n_blocks < 2:
+        raise ConfigError(
+            f"n = {s.n} is too small for two bootstrap blocks with beta = {s.beta} "
+            f"(block length {layout.block_len}); raise n or lower beta"
+        )
+    ends = layout.batch_ends
+    if "BM" in methods and (len(ends) < 3 or ends[0] < 1 or (ends[1:] <= ends[:-1]).any()):
+        raise ConfigError(f"n = {s.n} is too small for two batch-means batches with gamma = {s.gamma}; raise n")
 
 
 def _warnings_for(s: Setting, methods) -> list[str]:
@@ -355,6 +351,6 @@ def load(path: str | Path | None = None, overrides: dict | None = None) -> Confi
     """
     mapping = load_yaml(path) if path is not None else {}
     where = f"config file {str(path)!r}" if path is not None else "config"
-    _check_keys(mapping, where)
+    # overrides were checked where they were parsed; resolve checks the file's keys
     mapping.update(overrides or {})
     return resolve(mapping, where)
