@@ -61,9 +61,9 @@ def _run(args) -> int:
 
     config = cfg.load(args.config, _overrides(args))
     out = args.out or Path("results") / Path(args.config).stem
-    rows = run_experiment(config, out, name=Path(args.config).stem, n_jobs=args.n_jobs, backend=args.backend,
+    run_experiment(config, out, name=Path(args.config).stem, n_jobs=args.n_jobs, backend=args.backend,
                           resume=args.resume, progress=not args.quiet, command=[PROG, *sys.argv[1:]])
-    failed = sum(r["n_failed"] for r in rows if r["method"] == rows[0]["method"] and r["coord"] == 0)
+    failed = json.loads((out / "meta.json").read_text())["n_failed"]
     if not args.quiet:
         print((out / "table.md").read_text())
     if failed:
@@ -73,11 +73,17 @@ def _run(args) -> int:
     return 0
 
 
+def _require_summary(directory: Path) -> Path:
+    path = directory / "summary.csv"
+    if not path.exists():
+        raise ConfigError(f"dir = {str(directory)!r} has no summary.csv")
+    return path
+
+
 def _table(args) -> int:
     from .experiment import rerender
 
-    if not (args.dir / "summary.csv").exists():
-        raise ConfigError(f"dir = {str(args.dir)!r} has no summary.csv")
+    _require_summary(args.dir)
     print(rerender(args.dir))
     return 0
 
@@ -86,15 +92,14 @@ def _compare(args) -> int:
     from .reference import compare, paper_tables, render_comparison
     from .summary import read_csv
 
-    if not (args.dir / "summary.csv").exists():
-        raise ConfigError(f"dir = {str(args.dir)!r} has no summary.csv")
+    summary = _require_summary(args.dir)
     tables = paper_tables()
     if args.table not in tables or "rows" not in tables[args.table]:
         names = [k for k, v in tables.items() if isinstance(v, dict) and "rows" in v]
         raise ConfigError(f"table = {args.table!r} is not one of: {', '.join(names)}")
     meta_path = args.dir / "meta.json"
     fixed = json.loads(meta_path.read_text())["config"] if meta_path.exists() else {}
-    text = render_comparison(compare(read_csv(args.dir / "summary.csv"), args.table, fixed))
+    text = render_comparison(compare(read_csv(summary), args.table, fixed))
     (args.dir / f"compare_{args.table}.md").write_text(text)
     print(text)
     return 0
