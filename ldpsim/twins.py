@@ -23,16 +23,19 @@ _coefficients = step_ratio_coefficients.py_func
 _sum_of_squares = sum_of_squares.py_func
 
 
+def _step_size(i: int, pow2: int, eta: float, c: float, gamma: float, ratio) -> float:
+    if i < EXACT_STEPS_BELOW or i == pow2:
+        return c * float(i) ** -gamma
+    return eta * _step_ratio(float(i), ratio)
+
+
 def step_sizes_twin(n: int, c: float, gamma: float) -> np.ndarray:
     """The kernel's step sizes ``eta_1 .. eta_n``."""
     out = np.empty(n)
     ratio = _coefficients(gamma)
     eta, pow2 = c, 1
     for i in range(1, n + 1):
-        if i < EXACT_STEPS_BELOW or i == pow2:
-            eta = c * float(i) ** -gamma
-        else:
-            eta *= _step_ratio(float(i), ratio)
+        eta = _step_size(i, pow2, eta, c, gamma, ratio)
         out[i - 1] = eta
         if i == pow2:
             pow2 *= 2
@@ -63,10 +66,7 @@ def scalar_path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: f
     pow2, eta = 1, c
     for i in range(1, n + 1):
         fi = float(i)
-        if i < EXACT_STEPS_BELOW or i == pow2:
-            eta = c * fi**-gamma
-        else:
-            eta *= _step_ratio(fi, ratio)
+        eta = _step_size(i, pow2, eta, c, gamma, ratio)
         theta -= eta * gradient(params, theta, gen)
         path[i - 1] = theta
         s += theta - ref
