@@ -23,8 +23,10 @@ from typing import Any
 
 import yaml
 
-from .inference import METHODS, MULTIPLIERS
+from .inference import DEFAULT_METHODS, METHODS, MULTIPLIERS
+from .mechanisms import MECHANISMS
 from .models import MODELS
+from .models.covariates import COVARIATES
 from .streaming import StreamLayout
 
 
@@ -38,7 +40,10 @@ class ConfigWarning(UserWarning):
 
 #: Keys whose values may be lists (grid axes), in the order the grid is
 #: expanded (``n`` last, so it varies fastest, as the tables' columns).
-GRID_KEYS = ("model", "tau", "epsilon", "c", "gamma", "theta0", "beta", "B", "level", "multiplier", "n")
+GRID_KEYS = ("model", "tau", "epsilon", "mechanism", "delta", "covariates", "clip", "batch_size",
+             "c", "gamma", "theta0", "beta", "B", "level", "multiplier", "n")
+#: Keys that only some models read (``Model.keys``); blank in other models' settings.
+MODEL_KEYS = ("tau", "mechanism", "delta", "covariates", "clip")
 #: Keys that take one value per run.
 RUN_KEYS = ("reps", "seed", "methods")
 ALL_KEYS = GRID_KEYS + RUN_KEYS
@@ -50,6 +55,11 @@ DEFAULTS: dict[str, Any] = {
     "seed": 20240501,
     "tau": 0.5,
     "epsilon": 1.0,
+    "mechanism": None,  # the model's own default (its first)
+    "delta": 1e-5,
+    "covariates": "truncnorm",
+    "clip": 1.0,
+    "batch_size": 1,
     "c": 1.0,
     "gamma": 0.51,
     "theta0": 0.0,
@@ -57,12 +67,12 @@ DEFAULTS: dict[str, Any] = {
     "B": 500,
     "level": 0.9,
     "multiplier": "uniform",
-    "methods": list(METHODS),
+    "methods": list(DEFAULT_METHODS),
 }
 
-_INT_KEYS = {"n", "reps", "seed", "B"}
-_FLOAT_KEYS = {"tau", "epsilon", "c", "gamma", "theta0", "beta", "level"}
-_CHOICES = {"model": tuple(MODELS), "multiplier": MULTIPLIERS}
+_INT_KEYS = {"n", "reps", "seed", "B", "batch_size"}
+_FLOAT_KEYS = {"tau", "epsilon", "delta", "clip", "c", "gamma", "theta0", "beta", "level"}
+_CHOICES = {"model": tuple(MODELS), "multiplier": MULTIPLIERS, "mechanism": MECHANISMS, "covariates": COVARIATES}
 
 
 def _show(value) -> str:
@@ -105,6 +115,8 @@ def _as_choice(key: str, value) -> str:
 
 
 def _coerce(key: str, value):
+    if key == "mechanism" and value is None:
+        return None
     if key in _INT_KEYS:
         return _as_int(key, value)
     if key in _FLOAT_KEYS:
@@ -125,8 +137,13 @@ class Setting:
     """
 
     model: str
-    tau: float
+    tau: float | None
     epsilon: float
+    mechanism: str | None
+    delta: float | None
+    covariates: str | None
+    clip: float | None
+    batch_size: int
     c: float
     gamma: float
     theta0: float
@@ -150,6 +167,8 @@ class Setting:
         ``level``, ``multiplier``) share their paths (common random numbers).
         """
         identity = {"model": self.model, **{k: getattr(self, k) for k in MODELS[self.model].path_keys}}
+        if self.batch_size != 1:  # so that adding the key left every earlier seed as it was
+            identity["batch_size"] = self.batch_size
         return int(_digest(identity)[:16], 16)
 
     def layout(self, methods) -> StreamLayout:
@@ -188,9 +207,36 @@ class Config:
     values: dict
 
 
+def _model_setting(values: dict) -> Setting:
+    """Blank the keys the model does not read and fill in its default mechanism.
+
+    A grid over models then holds each distinct run once, and a setting
+    shows only what applies to it (``tau`` is blank for ``linear``).
+    """
+    model = MODELS[values["model"]]
+    values = {**values, **{k: None for k in MODEL_KEYS if k not in model.keys}}
+    if "mechanism" in model.keys:
+        if values["mechanism"] is not None and values["mechanism"] not in model.mechanisms:
+            raise ConfigError(f"mechanism = {values['mechanism']!r} is not available for model {model.name!r}; "
+                              f"allowed: {', '.join(model.mechanisms)}")
+        values["mechanism"] = None if math.isinf(values["epsilon"]) else values["mechanism"] or model.mechanisms[0]
+    if values.get("mechanism") != "gaussian":
+        values["delta"] = None
+    return Setting(**values)
+
+
 def _validate_setting(s: Setting, methods) -> None:
-    _check_range("tau", s.tau, 0.0 < s.tau < 1.0, "(0, 1)")
+    if s.tau is not None:
+        _check_range("tau", s.tau, 0.0 < s.tau < 1.0, "(0, 1)")
     _check_range("epsilon", s.epsilon, s.epsilon > 0.0, "(0, inf]")
+    if s.delta is not None:
+        _check_range("delta", s.delta, 0.0 < s.delta < 1.0, "(0, 1)")
+    if s.clip is not None:
+        _check_range("clip", s.clip, s.clip > 0.0, "(0, inf]")
+        if math.isinf(s.clip) and s.mechanism is not None:
+            raise ConfigError(f"clip = inf leaves the gradient unbounded: a private run (epsilon = {s.epsilon}) "
+                              "needs a finite clip")
+    _check_range("batch_size", s.batch_size, s.batch_size >= 1, "[1, inf)")
     _check_range("c", s.c, 0.0 < s.c < math.inf, "(0, inf)")
     _check_range("gamma", s.gamma, 0.0 < s.gamma <= 1.0, "(0, 1]")
     _check_range("theta0", s.theta0, math.isfinite(s.theta0), "the finite reals")
@@ -282,7 +328,8 @@ def resolve(mapping: dict, where: str = "config") -> Config:
         if not values:
             raise ConfigError(f"{key} = [] is empty")
         axes[key] = list(dict.fromkeys(values))  # drop repeats, keep order
-    settings = tuple(Setting(**dict(zip(GRID_KEYS, combo))) for combo in itertools.product(*axes.values()))
+    combos = (_model_setting(dict(zip(GRID_KEYS, combo))) for combo in itertools.product(*axes.values()))
+    settings = tuple(dict.fromkeys(combos))  # models that ignore a varied key would repeat
 
     seen = set()
     for s in settings:
@@ -292,6 +339,7 @@ def resolve(mapping: dict, where: str = "config") -> Config:
                 seen.add(message)
                 warnings.warn(message, ConfigWarning, stacklevel=2)
 
+    axes = {k: list(dict.fromkeys(getattr(s, k) for s in settings)) for k in GRID_KEYS}
     varied = tuple(k for k in GRID_KEYS if len(axes[k]) > 1)
     values = {k: (v if len(v) > 1 else v[0]) for k, v in axes.items()}
     values.update(reps=reps, seed=seed, methods=list(methods))

@@ -16,19 +16,19 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import numba
 import numpy as np
 from joblib import Parallel, delayed
 
-from . import inference
 from ._jit import source_hash
 from .config import Config, Setting
 from .models import build_model
 from .recursion import run_path
-from .rng import as_generator, replication_generator
+from .replication import ChunkResult, run_replications
+from .rng import as_generator
 
 #: Aim for chunks of about this many SGD steps (well under a second each).
 CHUNK_STEPS = 20_000_000
@@ -39,8 +39,8 @@ CHUNK_FORMAT = 1
 #: Sources that decide what a chunk holds; a change to any of them makes
 #: ``--resume`` recompute rather than reuse saved chunks. (Reporting code
 #: is left out so that tables can be reworked without rerunning.)
-COMPUTE_SOURCES = ("models", "mechanisms.py", "recursion.py", "streaming.py", "inference.py",
-                   "critical_values.py", "driver.py", "config.py", "rng.py")
+COMPUTE_SOURCES = ("models", "_dispatch.py", "mechanisms.py", "recursion.py", "streaming.py", "inference.py",
+                   "critical_values.py", "replication.py", "config.py", "rng.py")
 
 
 @lru_cache(maxsize=1)
@@ -51,77 +51,6 @@ def _compute_source_hash() -> str:
 def chunk_size(n: int) -> int:
     """Replications per chunk for paths of ``n`` steps (a function of ``n`` only)."""
     return int(min(MAX_CHUNK_REPS, max(1, CHUNK_STEPS // n)))
-
-
-@dataclass
-class ChunkResult:
-    """Per-replication output of a range of replications of one setting.
-
-    Attributes
-    ----------
-    theta_bar : numpy.ndarray
-        ``(reps, d)`` averaged iterates.
-    bounds : numpy.ndarray
-        ``(reps, n_methods, d, 2)`` interval ends.
-    ok : numpy.ndarray
-        ``(reps,)`` False where the path diverged or an interval is not finite.
-    """
-
-    theta_bar: np.ndarray
-    bounds: np.ndarray
-    ok: np.ndarray
-
-    @classmethod
-    def concatenate(cls, parts):
-        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("theta_bar", "bounds", "ok")))
-
-
-def run_replications(setting: Setting, methods, root_seed: int, start: int, stop: int) -> ChunkResult:
-    """Run replications ``start .. stop - 1`` of ``setting``.
-
-    Parameters
-    ----------
-    setting : Setting
-        Grid point.
-    methods : sequence of str
-        Interval methods to compute.
-    root_seed : int
-        Root of the seed tree.
-    start, stop : int
-        Replication range.
-
-    Returns
-    -------
-    ChunkResult
-    """
-    model = build_model(setting)
-    layout = setting.layout(methods)
-    sigma = model.sigma()
-    k, d = stop - start, model.dim
-    theta_bar = np.full((k, d), np.nan)
-    bounds = np.full((k, len(methods), d, 2), np.nan)
-    ok = np.zeros(k, dtype=bool)
-    for row, rep in enumerate(range(start, stop)):
-        gen = replication_generator(root_seed, setting.seed_key, rep)
-        state = run_path(model, gen, setting.n, setting.c, setting.gamma, setting.theta0, layout)
-        theta_bar[row] = state.theta_bar
-        if not state.finite(setting.n):
-            continue
-        for j, method in enumerate(methods):
-            if method == "BB":
-                lo, hi = inference.block_bootstrap(
-                    state, layout, gen, n_boot=setting.B, law=setting.multiplier, level=setting.level
-                )
-            elif method == "BM":
-                lo, hi = inference.batch_means(state, layout, level=setting.level)
-            elif method == "SN":
-                lo, hi = inference.random_scaling(state, layout, level=setting.level)
-            else:
-                lo, hi = inference.oracle(state, layout, sigma=sigma, level=setting.level)
-            bounds[row, j, :, 0] = lo
-            bounds[row, j, :, 1] = hi
-        ok[row] = bool(np.isfinite(bounds[row]).all())  # theta_bar is finite: state.finite held
-    return ChunkResult(theta_bar, bounds, ok)
 
 
 def chunk_key(setting: Setting, methods, root_seed: int) -> str:
@@ -172,12 +101,13 @@ def warm_up(config: Config) -> None:
     seen = set()
     for setting in config.settings:
         model = build_model(setting)
-        kind = type(model.kernel_params())
+        kind = numba.typeof(model.kernel_params())  # nested records (noise, covariates) count
         if kind in seen:
             continue
         seen.add(kind)
         small = dataclasses.replace(setting, n=64, beta=0.5)
-        run_path(model, as_generator(0), small.n, small.c, small.gamma, small.theta0, small.layout(config.methods))
+        run_path(model, as_generator(0), small.n, small.c, small.gamma, small.theta0, small.layout(config.methods),
+                 small.batch_size)
 
 
 def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", chunk_dir: Path | None = None,

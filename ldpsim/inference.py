@@ -15,8 +15,11 @@ from scipy import stats
 from .critical_values import random_scaling_critical_value
 from .streaming import PathState, StreamLayout
 
-#: Method names, in table order.
-METHODS = ("BB", "BM", "SN", "oracle")
+#: Method names, in table order. ``BBjoint`` is the simultaneous block-bootstrap
+#: interval for all coordinates (max statistic); it shares BB's draws.
+METHODS = ("BB", "BBjoint", "BM", "SN", "oracle")
+#: Methods run when a config does not say.
+DEFAULT_METHODS = ("BB", "BM", "SN", "oracle")
 
 #: Bootstrap multiplier laws: mean 0, variance 1.
 MULTIPLIERS = ("uniform", "rademacher", "gaussian", "mammen")
@@ -80,19 +83,34 @@ def block_bootstrap_draws(state: PathState, layout: StreamLayout, gen: np.random
     return (eps[:, :, None] * deviations[None, :, :]).sum(axis=1) / (m * l)
 
 
-def block_bootstrap(state: PathState, layout: StreamLayout, gen: np.random.Generator, *,
-                    n_boot: int, law: str, level: float):
-    """Block-bootstrap interval, 000 eq. (12) as written.
+def block_bootstrap(state: PathState, draws: np.ndarray, *, level: float):
+    """Block-bootstrap interval, 000 eq. (12) as written, per coordinate.
 
     ``[theta_bar + q_alpha, theta_bar + q_(1-alpha)]``, ``alpha = (1 - level) / 2``,
     with ``q`` the empirical quantiles (numpy's default, R's type 7) of the
-    bootstrap draws. With symmetric multipliers this has the law of the basic
-    bootstrap interval (docs/corrections.md, item 2).
+    bootstrap draws (:func:`block_bootstrap_draws`). With symmetric
+    multipliers this has the law of the basic bootstrap interval
+    (docs/corrections.md, item 2).
     """
-    draws = block_bootstrap_draws(state, layout, gen, n_boot, law)
     alpha = (1.0 - level) / 2.0
     q = np.quantile(draws, [alpha, 1.0 - alpha], axis=0)
     return state.theta_bar + q[0], state.theta_bar + q[1]
+
+
+def block_bootstrap_joint(state: PathState, draws: np.ndarray, *, level: float):
+    """Simultaneous block-bootstrap intervals for all coordinates (max statistic).
+
+    With ``s_j`` the bootstrap SD of coordinate ``j`` and ``c`` the ``level``
+    quantile of ``max_j |theta*_j| / s_j`` over the draws, the box
+    ``theta_bar_j +- c s_j``, ``j = 1..d``, covers the whole parameter with
+    probability ``level`` asymptotically: the bootstrap mimics the joint law
+    of ``theta_bar - theta*``, dependence between coordinates included
+    (Chernozhukov, Chetverikov & Kato 2013 for the max statistic). For
+    ``d = 1`` it is the symmetric percentile-t-free bootstrap interval.
+    """
+    sd = draws.std(axis=0, ddof=1)
+    crit = np.quantile(np.max(np.abs(draws) / sd, axis=1), level)
+    return state.theta_bar - crit * sd, state.theta_bar + crit * sd
 
 
 def batch_means_variance(state: PathState, layout: StreamLayout) -> np.ndarray:
@@ -129,3 +147,36 @@ def oracle(state: PathState, layout: StreamLayout, *, sigma: np.ndarray, level: 
     """Interval from the true asymptotic covariance: ``theta_bar +- z sqrt(Sigma_jj / n)``."""
     half = normal_quantile(level) * np.sqrt(np.diag(sigma) / layout.n)
     return state.theta_bar - half, state.theta_bar + half
+
+
+def intervals(methods, state: PathState, layout: StreamLayout, gen: np.random.Generator, *,
+              n_boot: int, law: str, level: float, sigma: np.ndarray) -> np.ndarray:
+    """All intervals of one replication, in the order of ``methods``.
+
+    The bootstrap multipliers are drawn once, after the path and from its
+    generator, and serve every coordinate and both ``BB`` and ``BBjoint``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(len(methods), d, 2)`` lower and upper ends.
+    """
+    draws = None
+    if "BB" in methods or "BBjoint" in methods:
+        draws = block_bootstrap_draws(state, layout, gen, n_boot, law)
+    out = np.empty((len(methods), state.theta_bar.shape[0], 2))
+    for j, method in enumerate(methods):
+        if method == "BB":
+            lo, hi = block_bootstrap(state, draws, level=level)
+        elif method == "BBjoint":
+            lo, hi = block_bootstrap_joint(state, draws, level=level)
+        elif method == "BM":
+            lo, hi = batch_means(state, layout, level=level)
+        elif method == "SN":
+            lo, hi = random_scaling(state, layout, level=level)
+        elif method == "oracle":
+            lo, hi = oracle(state, layout, sigma=sigma, level=level)
+        else:
+            raise ValueError(f"method = {method!r} is not one of {', '.join(METHODS)}")
+        out[j, :, 0], out[j, :, 1] = lo, hi
+    return out

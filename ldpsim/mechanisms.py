@@ -11,13 +11,15 @@ l2 sensitivity the Laplace and Gaussian mechanisms are calibrated to.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 from scipy import optimize, special
 
+from ._dispatch import by_record
 from ._jit import jit
 
 _SQRT2 = math.sqrt(2.0)
@@ -326,7 +328,7 @@ class Gaussian:
         if not 0.0 < self.delta < 1.0:
             raise ValueError(f"delta must be in (0, 1), got {self.delta}")
 
-    @property
+    @functools.cached_property  # a root search: once per mechanism, not per access
     def sigma(self) -> float:
         """Smallest sigma with ``gaussian_delta(sigma, epsilon, sensitivity) <= delta``.
 
@@ -389,3 +391,105 @@ def laplace(gen, scale):
 def gaussian(gen, sigma):
     """One ``N(0, sigma^2)`` draw."""
     return sigma * gen.standard_normal()
+
+
+# --- kernel side: noise records ------------------------------------------------
+# Models hold one of these records; numba compiles one kernel per record type,
+# so epsilon = inf (NoNoise) costs no branch and no draw.
+
+
+class NoNoise(NamedTuple):
+    """No privacy (epsilon = inf)."""
+
+    zero: float = 0.0  # numba wants a field
+
+
+class LaplaceNoise(NamedTuple):
+    """I.i.d. ``Lap(0, scale)`` per coordinate."""
+
+    scale: float
+
+
+class GaussianNoise(NamedTuple):
+    """I.i.d. ``N(0, sigma^2)`` per coordinate."""
+
+    sigma: float
+
+
+@by_record
+def add_noise(noise, gen, out):
+    """Add the mechanism's i.i.d. noise to every coordinate of ``out``."""
+
+
+@by_record
+def draw_noise(noise, gen):
+    """One draw of the mechanism's noise (scalar models)."""
+
+
+@add_noise.register(NoNoise)
+def _add_no_noise(noise, gen, out):
+    pass
+
+
+@add_noise.register(LaplaceNoise)
+def _add_laplace(noise, gen, out):
+    for j in range(out.shape[0]):
+        out[j] += laplace(gen, noise.scale)
+
+
+@add_noise.register(GaussianNoise)
+def _add_gaussian(noise, gen, out):
+    for j in range(out.shape[0]):
+        out[j] += gaussian(gen, noise.sigma)
+
+
+@draw_noise.register(NoNoise)
+def _draw_no_noise(noise, gen):
+    return 0.0
+
+
+@draw_noise.register(LaplaceNoise)
+def _draw_laplace(noise, gen):
+    return laplace(gen, noise.scale)
+
+
+@draw_noise.register(GaussianNoise)
+def _draw_gaussian(noise, gen):
+    return gaussian(gen, noise.sigma)
+
+
+def make_mechanism(name: str, epsilon: float, bounds, delta: float | None = None):
+    """The additive-noise mechanism for a gradient with ``|g_j| <= bounds[j]``.
+
+    Parameters
+    ----------
+    name : {'laplace', 'gaussian'}
+        Laplace is calibrated to the l1 sensitivity, Gaussian to the l2
+        sensitivity (analytic calibration), both computed from ``bounds``.
+    epsilon : float
+        Privacy budget; ``inf`` gives ``None`` (no mechanism).
+    bounds : array_like
+        Per-coordinate bound of the (clipped) gradient.
+    delta : float, optional
+        Required for ``'gaussian'``.
+
+    Returns
+    -------
+    Laplace, Gaussian or None
+    """
+    if math.isinf(epsilon):
+        return None
+    if name == "laplace":
+        return Laplace(epsilon, sensitivity(bounds, "l1"))
+    if name == "gaussian":
+        return Gaussian(epsilon, delta, sensitivity(bounds, "l2"))
+    raise ValueError(f"mechanism = {name!r} is not an additive-noise mechanism; allowed: laplace, gaussian")
+
+
+def noise_record(mechanism):
+    """The kernel record of a mechanism from :func:`make_mechanism` (``None``: no noise)."""
+    if mechanism is None:
+        return NoNoise()
+    if isinstance(mechanism, Laplace):
+        return LaplaceNoise(mechanism.scale)
+    return GaussianNoise(mechanism.sigma)

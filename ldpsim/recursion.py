@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .models.base import privatized_gradient
+from .models.base import add_privatized_gradient, privatized_gradient
 from .streaming import PathState, StreamLayout
 
 #: Below this step the step size is ``c * i**-gamma`` exactly; above it, it is
@@ -57,13 +57,39 @@ def sum_of_squares(i):
 
 
 @jit
-def _scalar_path(params, gen, n, c, gamma, theta0, block_len, blocks, batch_ends, batches):
-    # Running sums are centred at a reference ``ref`` that moves to the running
-    # mean at every power of two; for i <= t the centred partial sums are
-    # S_t = sum_{s<=t} (theta_s - ref). Random scaling needs
-    # n^2 V_n = sum_t (S_t - t e)^2 = A - 2 e T + e^2 W2(n), e = S_n / n,
-    # with A = sum S_t^2, T = sum t S_t, W2 = sum t^2: the terms grow like n^3,
-    # so without the recentring they would cancel catastrophically.
+def sn_accumulate(s, a, t, x, fi):
+    """Add the centred iterate ``x`` of step ``i`` to the random-scaling sums ``(S, A, T)``."""
+    s += x
+    return s, a + s * s, t + fi * s
+
+
+@jit
+def sn_recentre(s, a, t, fi):
+    """Move the reference to the running mean at step ``i``: new ``(A, T)`` and the shift."""
+    shift = s / fi
+    w2 = sum_of_squares(fi)
+    return a + shift * (shift * w2 - 2.0 * t), t - shift * w2, shift
+
+
+@jit
+def sn_finish(ref, s, a, t, fn):
+    """``theta_bar`` and the random-scaling variance ``V_n`` from the sums after ``n`` steps."""
+    e = s / fn
+    return ref + e, (a + e * (e * sum_of_squares(fn) - 2.0 * t)) / (fn * fn)
+
+
+# Both kernels centre the running sums at a reference ``ref`` that moves to
+# the running mean at every power of two; for i <= t the centred partial sums
+# are S_t = sum_{s<=t} (theta_s - ref). Random scaling needs
+# n^2 V_n = sum_t (S_t - t e)^2 = A - 2 e T + e^2 W2(n), e = S_n / n,
+# with A = sum S_t^2, T = sum t S_t, W2 = sum t^2: the terms grow like n^3,
+# so without the recentring they would cancel catastrophically.
+# A mini-batch of s observations uses the step eta_i / s on their sum
+# (eta_i * (1/s) is exact for s = 1, so s = 1 is plain LDP-SGD to the bit).
+
+
+@jit
+def _scalar_path(params, gen, n, batch_size, c, gamma, theta0, block_len, blocks, batch_ends, batches):
     theta = theta0
     ref = theta0
     s = 0.0
@@ -79,14 +105,16 @@ def _scalar_path(params, gen, n, c, gamma, theta0, block_len, blocks, batch_ends
     batch_end = batch_ends[0] if n_batches > 0 else n + 1
     pow2 = 1
     ratio = step_ratio_coefficients(gamma)
+    inv_s = 1.0 / batch_size
     eta = c
     for i in range(1, n + 1):
         fi = float(i)
         eta = step_size(i, pow2, eta, c, gamma, ratio)
-        theta -= eta * privatized_gradient(params, theta, gen)
-        s += theta - ref
-        a += s * s
-        t += fi * s
+        g = 0.0
+        for _ in range(batch_size):
+            g += privatized_gradient(params, theta, gen)
+        theta -= (eta * inv_s) * g
+        s, a, t = sn_accumulate(s, a, t, theta - ref, fi)
         block += theta
         if i == block_end:
             blocks[j] = block
@@ -100,23 +128,74 @@ def _scalar_path(params, gen, n, c, gamma, theta0, block_len, blocks, batch_ends
             k += 1
             batch_end = batch_ends[k] if k < n_batches else n + 1
         if i == pow2:
-            shift = s / fi
-            w2 = sum_of_squares(fi)
-            a += shift * (shift * w2 - 2.0 * t)
-            t -= shift * w2
+            a, t, shift = sn_recentre(s, a, t, fi)
             ref += shift
             s = 0.0
             pow2 *= 2
             if not np.isfinite(a):  # diverged: stop, the driver counts it
                 return i, np.nan, np.nan
-    fn = float(n)
-    e = s / fn
-    v = (a + e * (e * sum_of_squares(fn) - 2.0 * t)) / (fn * fn)
-    return n, ref + e, v
+    theta_bar, v = sn_finish(ref, s, a, t, float(n))
+    return n, theta_bar, v
+
+
+@jit
+def _vector_path(params, gen, n, batch_size, c, gamma, theta, grad, ref, s, a, t,
+                 block_len, blocks, block, batch_ends, batches, batch):
+    # The scalar kernel coordinate by coordinate; theta starts at theta0 and
+    # ref, s, a, t, block and batch are zeroed (d,) work arrays of the wrapper.
+    # On return theta holds theta_bar and s holds V_n.
+    d = theta.shape[0]
+    ref[:] = theta
+    n_blocks = blocks.shape[0]
+    jb = 0
+    block_end = block_len if n_blocks > 0 else n + 1
+    n_batches = batch_ends.shape[0]
+    k = 0
+    batch_end = batch_ends[0] if n_batches > 0 else n + 1
+    pow2 = 1
+    ratio = step_ratio_coefficients(gamma)
+    inv_s = 1.0 / batch_size
+    eta = c
+    for i in range(1, n + 1):
+        fi = float(i)
+        eta = step_size(i, pow2, eta, c, gamma, ratio)
+        w = eta * inv_s
+        grad[:] = 0.0
+        for _ in range(batch_size):
+            add_privatized_gradient(params, theta, gen, grad)
+        for q in range(d):
+            x = theta[q] - w * grad[q]
+            theta[q] = x
+            s[q], a[q], t[q] = sn_accumulate(s[q], a[q], t[q], x - ref[q], fi)
+            block[q] += x
+            batch[q] += x
+        if i == block_end:
+            blocks[jb] = block
+            block[:] = 0.0
+            jb += 1
+            block_end = block_end + block_len if jb < n_blocks else n + 1
+        if i == batch_end:
+            batches[k] = batch
+            batch[:] = 0.0
+            k += 1
+            batch_end = batch_ends[k] if k < n_batches else n + 1
+        if i == pow2:
+            finite = True
+            for q in range(d):
+                a[q], t[q], shift = sn_recentre(s[q], a[q], t[q], fi)
+                ref[q] += shift
+                s[q] = 0.0
+                finite = finite and np.isfinite(a[q])
+            pow2 *= 2
+            if not finite:  # diverged: stop, the driver counts it
+                return i
+    for q in range(d):
+        theta[q], s[q] = sn_finish(ref[q], s[q], a[q], t[q], float(n))
+    return n
 
 
 def run_path(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,
-             layout: StreamLayout) -> PathState:
+             layout: StreamLayout, batch_size: int = 1) -> PathState:
     """Run one LDP-SGD path of ``n`` steps and return its streamed state.
 
     Parameters
@@ -126,31 +205,41 @@ def run_path(model, gen: np.random.Generator, n: int, c: float, gamma: float, th
     gen : numpy.random.Generator
         The replication's generator; the kernel advances it.
     n : int
-        Number of steps (observations).
+        Number of steps.
     c, gamma : float
         Step size ``eta_i = c i^-gamma``.
     theta0 : float
-        Starting value.
+        Starting value of every coordinate.
     layout : StreamLayout
         Block and batch ends for ``n``.
+    batch_size : int
+        Observations per step, each privatized on its own (000, Remark 2.1).
 
     Returns
     -------
     PathState
         Arrays shaped with a trailing coordinate axis of length ``model.dim``.
     """
-    if model.dim != 1:
-        raise NotImplementedError(f"model {model.name!r} has dim {model.dim}; only scalar models run here")
-    blocks = np.zeros(layout.n_blocks)
-    batches = np.zeros(layout.batch_ends.shape[0])
-    steps, theta_bar, sn_v = _scalar_path(
-        model.kernel_params(), gen, int(n), float(c), float(gamma), float(theta0),
-        int(layout.block_len), blocks, layout.batch_ends, batches,
+    d = model.dim
+    params = model.kernel_params()
+    if d == 1:  # the scalar kernel keeps theta in a register: a third faster than d = 1 arrays
+        blocks = np.zeros(layout.n_blocks)
+        batches = np.zeros(layout.batch_ends.shape[0])
+        steps, theta_bar, sn_v = _scalar_path(
+            params, gen, int(n), int(batch_size), float(c), float(gamma), float(theta0),
+            int(layout.block_len), blocks, layout.batch_ends, batches,
+        )
+        return PathState(np.array([theta_bar]), np.array([sn_v]), blocks[:, None], batches[:, None], int(steps))
+    theta = np.full(d, float(theta0))
+    work = np.zeros((6, d))  # grad, ref, s, a, t, block
+    batch = np.zeros(d)
+    blocks = np.zeros((layout.n_blocks, d))
+    batches = np.zeros((layout.batch_ends.shape[0], d))
+    steps = _vector_path(
+        params, gen, int(n), int(batch_size), float(c), float(gamma), theta, *work[:5],
+        int(layout.block_len), blocks, work[5], layout.batch_ends, batches, batch,
     )
-    return PathState(
-        theta_bar=np.array([theta_bar]),
-        sn_v=np.array([sn_v]),
-        blocks=blocks[:, None],
-        batches=batches[:, None],
-        steps=int(steps),
-    )
+    if steps < n:
+        theta[:] = np.nan
+        work[2] = np.nan
+    return PathState(theta, work[2].copy(), blocks, batches, int(steps))

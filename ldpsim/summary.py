@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 from .config import Config
-from .driver import ChunkResult
+from .replication import ChunkResult
 from .inference import normal_quantile
 from .models import build_model
 

@@ -1,8 +1,7 @@
 """Plain-Python twins of the kernels, for tests.
 
-:func:`scalar_path_twin` repeats the arithmetic of
-:func:`ldpsim.recursion._scalar_path` operation for operation, in Python
-floats, drawing from the same generator in the same order; on small ``n``
+:func:`path_twin` repeats the arithmetic of the kernels of
+:mod:`ldpsim.recursion` operation for operation, in numpy float64 scalars, drawing from the same generator in the same order; on small ``n``
 the two must agree exactly. It also returns the whole path, from which
 :func:`state_from_definitions` recomputes the streamed state by the textbook
 formulas (blocks, batches, ``V_n`` as a double sum), independently of the
@@ -13,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .models import add_privatized_gradient, privatized_gradient
 from .recursion import EXACT_STEPS_BELOW, step_ratio, step_ratio_coefficients, sum_of_squares
 from .streaming import PathState, StreamLayout
 
@@ -42,45 +42,60 @@ def step_sizes_twin(n: int, c: float, gamma: float) -> np.ndarray:
     return out
 
 
-def scalar_path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,
-                     layout: StreamLayout):
-    """Twin of :func:`ldpsim.recursion.run_path` for scalar models.
+def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,
+              layout: StreamLayout, batch_size: int = 1):
+    """Twin of :func:`ldpsim.recursion.run_path`, scalar and vector models alike.
+
+    Coordinate by coordinate it does what both kernels do, in the same
+    order, so it must agree with either exactly.
 
     Returns
     -------
     state : PathState
         As the kernel's wrapper returns it.
     path : numpy.ndarray
-        The iterates ``theta_1 .. theta_n``.
+        The iterates ``theta_1 .. theta_n``, shape ``(n, d)``.
     """
-    params, gradient = model.kernel_params(), model.gradient_py
-    blocks = np.zeros(layout.n_blocks)
-    batches = np.zeros(layout.batch_ends.shape[0])
-    path = np.empty(n)
+    params, d = model.kernel_params(), model.dim
+    if d == 1:
+        def gradient(theta, out):
+            g = 0.0
+            for _ in range(batch_size):
+                g += privatized_gradient(params, float(theta[0]), gen)
+            out[0] = g
+    else:
+        def gradient(theta, out):
+            out[:] = 0.0
+            for _ in range(batch_size):
+                add_privatized_gradient(params, theta, gen, out)
+    blocks = np.zeros((layout.n_blocks, d))
+    batches = np.zeros((layout.batch_ends.shape[0], d))
+    path = np.empty((n, d))
     ratio = _coefficients(gamma)
-    theta, ref, s, a, t = theta0, theta0, 0.0, 0.0, 0.0
-    j, block = 0, 0.0
-    block_end = layout.block_len if layout.n_blocks > 0 else n + 1
-    k, batch = 0, 0.0
-    batch_end = int(layout.batch_ends[0]) if len(layout.batch_ends) else n + 1
-    pow2, eta = 1, c
+    theta, ref = np.full(d, float(theta0)), np.full(d, float(theta0))
+    s, a, t, block, batch, grad = (np.zeros(d) for _ in range(6))
+    j, block_end = 0, layout.block_len if layout.n_blocks > 0 else n + 1
+    k, batch_end = 0, int(layout.batch_ends[0]) if len(layout.batch_ends) else n + 1
+    pow2, eta, inv_s = 1, c, 1.0 / batch_size
     for i in range(1, n + 1):
         fi = float(i)
         eta = _step_size(i, pow2, eta, c, gamma, ratio)
-        theta -= eta * gradient(params, theta, gen)
+        gradient(theta, grad)
+        theta = theta - (eta * inv_s) * grad
         path[i - 1] = theta
-        s += theta - ref
-        a += s * s
-        t += fi * s
+        for q in range(d):
+            s[q] += theta[q] - ref[q]
+            a[q] += s[q] * s[q]
+            t[q] += fi * s[q]
         block += theta
         if i == block_end:
             blocks[j] = block
-            block, j = 0.0, j + 1
+            block, j = np.zeros(d), j + 1
             block_end = block_end + layout.block_len if j < layout.n_blocks else n + 1
         batch += theta
         if i == batch_end:
             batches[k] = batch
-            batch, k = 0.0, k + 1
+            batch, k = np.zeros(d), k + 1
             batch_end = int(layout.batch_ends[k]) if k < len(layout.batch_ends) else n + 1
         if i == pow2:
             shift = s / fi
@@ -88,15 +103,14 @@ def scalar_path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: f
             a += shift * (shift * w2 - 2.0 * t)
             t -= shift * w2
             ref += shift
-            s = 0.0
+            s[:] = 0.0
             pow2 *= 2
-            if not np.isfinite(a):
-                return PathState(np.array([np.nan]), np.array([np.nan]), blocks[:, None], batches[:, None], i), path
+            if not np.isfinite(a).all():
+                return PathState(np.full(d, np.nan), np.full(d, np.nan), blocks, batches, i), path[:i]
     fn = float(n)
     e = s / fn
     v = (a + e * (e * _sum_of_squares(fn) - 2.0 * t)) / (fn * fn)
-    state = PathState(np.array([ref + e]), np.array([v]), blocks[:, None], batches[:, None], n)
-    return state, path
+    return PathState(ref + e, v, blocks, batches, n), path
 
 
 def state_from_definitions(path: np.ndarray, layout: StreamLayout) -> PathState:

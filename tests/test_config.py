@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import pytest
@@ -43,7 +44,7 @@ def resolve(**kw):
         ({"tau": "half"}, "tau = 'half' is not a number"),
         ({"multiplier": "cauchy"}, "multiplier = 'cauchy' is not one of: uniform, rademacher, gaussian, mammen"),
         ({"model": "median"}, "model = 'median' is not one of: quantile"),
-        ({"methods": ["BB", "bootstrap"]}, "methods contains 'bootstrap'; allowed: BB, BM, SN, oracle"),
+        ({"methods": ["BB", "bootstrap"]}, "methods contains 'bootstrap'; allowed: BB, BBjoint, BM, SN, oracle"),
         ({"methods": []}, "methods = [] is empty"),
     ],
 )
@@ -133,14 +134,43 @@ def test_bad_assignments(text):
 def test_every_key_can_be_set():
     values = {"model": "quantile", "n": "2e4", "reps": 3, "seed": 1, "tau": 0.4, "epsilon": 2, "c": 0.5,
               "gamma": 0.6, "theta0": 0.1, "beta": 0.8, "B": 10, "level": 0.8, "multiplier": "mammen",
-              "methods": "[BB, SN]"}
-    assert set(values) == set(cfg.ALL_KEYS)
+              "methods": "[BB, SN]", "batch_size": 2}
+    linear = {"model": "linear", "mechanism": "gaussian", "delta": 1e-6, "covariates": "uniform", "clip": 2}
+    assert set(values) | set(linear) == set(cfg.ALL_KEYS)
     mapping = dict(cfg.parse_assignment(f"{k}={v}") for k, v in values.items())
     config = cfg.resolve(mapping)
     s = config.settings[0]
-    assert (s.n, s.tau, s.epsilon, s.c, s.gamma, s.theta0, s.beta, s.B, s.level, s.multiplier) == (
-        20_000, 0.4, 2.0, 0.5, 0.6, 0.1, 0.8, 10, 0.8, "mammen")
+    assert (s.n, s.tau, s.epsilon, s.c, s.gamma, s.theta0, s.beta, s.B, s.level, s.multiplier, s.batch_size) == (
+        20_000, 0.4, 2.0, 0.5, 0.6, 0.1, 0.8, 10, 0.8, "mammen", 2)
     assert (config.reps, config.seed, config.methods) == (3, 1, ("BB", "SN"))
+    mapping.update(cfg.parse_assignment(f"{k}={v}") for k, v in linear.items())
+    s = cfg.resolve(mapping).settings[0]
+    assert (s.model, s.mechanism, s.delta, s.covariates, s.clip, s.tau) == ("linear", "gaussian", 1e-6, "uniform", 2.0, None)
+
+
+def test_keys_a_model_does_not_read_are_blank_and_do_not_repeat_runs():
+    config = resolve(model=["quantile", "linear"], tau=[0.5, 0.9], epsilon=1)
+    assert [(s.model, s.tau, s.mechanism, s.clip) for s in config.settings] == [
+        ("quantile", 0.5, "rr", None), ("quantile", 0.9, "rr", None), ("linear", None, "laplace", 1.0)]
+    assert resolve(model="mean", epsilon="inf").settings[0].mechanism is None  # non-private: no mechanism
+    assert resolve(model="mean", mechanism="laplace").settings[0].delta is None  # delta is Gaussian's only
+
+
+@pytest.mark.parametrize("mapping,message", [
+    ({"model": "quantile", "mechanism": "laplace"}, "mechanism = 'laplace' is not available for model 'quantile'; allowed: rr"),
+    ({"model": "linear", "clip": "inf"}, "clip = inf leaves the gradient unbounded"),
+    ({"model": "linear", "mechanism": "gaussian", "delta": 1.5}, "delta = 1.5 is outside (0, 1)"),
+    ({"batch_size": 0}, "batch_size = 0 is outside [1, inf)"),
+    ({"covariates": "cauchy"}, "covariates = 'cauchy' is not one of: truncnorm, uniform"),
+])
+def test_model_key_errors(mapping, message):
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        resolve(**mapping)
+
+
+def test_batch_size_one_keeps_the_seed_of_plain_sgd():
+    assert resolve(batch_size=1).settings[0].seed_key == resolve().settings[0].seed_key
+    assert resolve(batch_size=5).settings[0].seed_key != resolve().settings[0].seed_key
 
 
 def test_seed_identity_follows_the_path_not_the_inference():

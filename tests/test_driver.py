@@ -10,7 +10,8 @@ import pytest
 
 from ldpsim import config as cfg
 from ldpsim.config import ConfigWarning
-from ldpsim.driver import run_replications, simulate
+from ldpsim.driver import simulate
+from ldpsim.replication import run_replications
 from ldpsim.experiment import run_experiment
 from ldpsim.summary import read_csv, summarize
 

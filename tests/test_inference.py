@@ -94,8 +94,9 @@ def test_block_bootstrap_interval_is_eq12(rng):
     layout = StreamLayout.build(n, 0.6, 0.3)
     state = state_from_definitions(_ar1(rng, 1, n, 0.5)[0], layout)
     seed = 77
-    lo, hi = inference.block_bootstrap(state, layout, np.random.default_rng(seed), n_boot=999, law="uniform",
-                                       level=0.8)
+    bounds = inference.intervals(["BB"], state, layout, np.random.default_rng(seed), n_boot=999, law="uniform",
+                                 level=0.8, sigma=None)
+    lo, hi = bounds[0, :, 0], bounds[0, :, 1]
     draws = inference.block_bootstrap_draws(state, layout, np.random.default_rng(seed), 999, "uniform")[:, 0]
     # [theta_bar + q_0.1, theta_bar + q_0.9], q by R's type 7
     assert lo[0] == state.theta_bar[0] + np.quantile(draws, 0.1)
@@ -124,14 +125,10 @@ def test_interval_methods_cover_an_ar1_mean(rng):
     covered = {m: 0 for m in inference.METHODS}
     for path in paths:
         state = state_from_definitions(path, layout)
-        intervals = {
-            "BB": inference.block_bootstrap(state, layout, rng, n_boot=300, law="uniform", level=level),
-            "BM": inference.batch_means(state, layout, level=level),
-            "SN": inference.random_scaling(state, layout, level=level),
-            "oracle": inference.oracle(state, layout, sigma=sigma, level=level),
-        }
-        for m, (lo, hi) in intervals.items():
-            covered[m] += bool(lo[0] <= 0.0 <= hi[0])
+        bounds = inference.intervals(inference.METHODS, state, layout, rng, n_boot=300, law="uniform", level=level,
+                                     sigma=sigma)
+        for m, (lo, hi) in zip(inference.METHODS, bounds[:, 0]):
+            covered[m] += bool(lo <= 0.0 <= hi)
     se = math.sqrt(level * (1 - level) / reps)
     for m, count in covered.items():
         assert abs(count / reps - level) < 4 * se, (m, count / reps)

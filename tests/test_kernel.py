@@ -10,7 +10,7 @@ import pytest
 from ldpsim.models import QuantileModel
 from ldpsim.recursion import EXACT_STEPS_BELOW, run_path
 from ldpsim.streaming import StreamLayout, batch_ends, floor_power
-from ldpsim.twins import scalar_path_twin, state_from_definitions, step_sizes_twin
+from ldpsim.twins import path_twin, state_from_definitions, step_sizes_twin
 
 CASES = [
     # tau, epsilon, c, gamma, theta0, beta
@@ -28,7 +28,7 @@ def test_kernel_equals_twin_exactly(tau, epsilon, c, gamma, theta0, beta):
     model = QuantileModel(tau, epsilon)
     layout = StreamLayout.build(n, beta, gamma)
     got = run_path(model, np.random.default_rng(99), n, c, gamma, theta0, layout)
-    want, _ = scalar_path_twin(model, np.random.default_rng(99), n, c, gamma, theta0, layout)
+    want, _ = path_twin(model, np.random.default_rng(99), n, c, gamma, theta0, layout)
     assert got.steps == want.steps == n
     np.testing.assert_array_equal(got.theta_bar, want.theta_bar)
     np.testing.assert_array_equal(got.sn_v, want.sn_v)
@@ -41,7 +41,7 @@ def test_kernel_leaves_generator_where_twin_does():
     layout = StreamLayout.build(n, 0.75, 0.51)
     g1, g2 = np.random.default_rng(3), np.random.default_rng(3)
     run_path(model, g1, n, 1.0, 0.51, 0.0, layout)
-    scalar_path_twin(model, g2, n, 1.0, 0.51, 0.0, layout)
+    path_twin(model, g2, n, 1.0, 0.51, 0.0, layout)
     assert g1.random() == g2.random()
 
 
@@ -50,7 +50,7 @@ def test_streamed_state_matches_definitions(tau, epsilon, c, gamma, theta0, beta
     n = 20_000
     model = QuantileModel(tau, epsilon)
     layout = StreamLayout.build(n, beta, gamma)
-    state, path = scalar_path_twin(model, np.random.default_rng(5), n, c, gamma, theta0, layout)
+    state, path = path_twin(model, np.random.default_rng(5), n, c, gamma, theta0, layout)
     ref = state_from_definitions(path, layout)
     scale = np.abs(path).max() + 1.0
     np.testing.assert_allclose(state.theta_bar, ref.theta_bar, rtol=0, atol=1e-12 * scale)

@@ -75,7 +75,7 @@ def test_quantile_gradient_unbiased_for_loss_gradient(epsilon, theta):
     assert abs(mean - truth) < 4 * math.sqrt(var / draws)
     # variance = F(1-F) of the indicator + the mechanism's variance
     f = stats.norm.cdf(theta)
-    expected_var = f * (1 - f) + model.mechanism.variance
+    expected_var = f * (1 - f) + (0.0 if model.mechanism is None else model.mechanism.variance)
     assert abs(var - expected_var) < 0.01 * expected_var
 
 

@@ -1,16 +1,21 @@
 """Models: privatized gradients (for the kernels) and their true parameters.
 
-To add a model, write one module here following ``quantile.py`` (a parameter
-NamedTuple, a gradient registered with :func:`~ldpsim.models.base.gradient_for`,
-a :class:`~ldpsim.models.base.Model` subclass with ``from_setting``) and add
-it to :data:`MODELS`.
+To add a model, write one module here following ``quantile.py`` (scalar) or
+``linear.py`` (vector): a parameter NamedTuple, a gradient registered for it
+with ``privatized_gradient.register`` or ``add_privatized_gradient.register``,
+and a :class:`~ldpsim.models.base.Model` subclass with its truth (``theta_star``,
+``hessian``, ``gradient_covariance``); then add the class to :data:`MODELS`.
 """
 
-from .base import Model, gradient_for, privatized_gradient
+from .base import Model, add_privatized_gradient, privatized_gradient
+from .linear import LinearModel
+from .logistic import LogisticModel
+from .mean import MeanModel
 from .quantile import QuantileModel
+from .quantile_regression import QuantileRegressionModel
 
 #: Model classes by their config name.
-MODELS = {QuantileModel.name: QuantileModel}
+MODELS = {cls.name: cls for cls in (QuantileModel, QuantileRegressionModel, LinearModel, LogisticModel, MeanModel)}
 
 
 def build_model(setting) -> Model:
@@ -18,4 +23,4 @@ def build_model(setting) -> Model:
     return MODELS[setting.model].from_setting(setting)
 
 
-__all__ = ["MODELS", "Model", "QuantileModel", "build_model", "gradient_for", "privatized_gradient"]
+__all__ = ["MODELS", "Model", "add_privatized_gradient", "build_model", "privatized_gradient"]

@@ -15,7 +15,7 @@ import numpy as np
 from scipy import stats
 
 from ..mechanisms import RandomizedResponse, randomized_response
-from .base import Model, gradient_for
+from .base import Model, privatized_gradient
 
 
 class QuantileRR(NamedTuple):
@@ -32,14 +32,14 @@ class QuantilePlain(NamedTuple):
     tau: float
 
 
-@gradient_for(QuantileRR)
+@privatized_gradient.register(QuantileRR)
 def quantile_rr_gradient(params, theta, gen):
     """Draw ``X ~ N(0, 1)`` and return the debiased randomized-response gradient."""
     bit = 1.0 if gen.standard_normal() <= theta else 0.0
     return params.scale * randomized_response(bit, gen, params.flip_prob) - params.offset
 
 
-@gradient_for(QuantilePlain)
+@privatized_gradient.register(QuantilePlain)
 def quantile_plain_gradient(params, theta, gen):
     """Draw ``X ~ N(0, 1)`` and return ``-tau + 1{X <= theta}``."""
     return (1.0 if gen.standard_normal() <= theta else 0.0) - params.tau
@@ -58,41 +58,42 @@ class QuantileModel(Model):
 
     name = "quantile"
     dim = 1
+    keys = ("tau", "mechanism")
+    mechanisms = ("rr",)
     path_keys = ("n", "tau", "epsilon", "c", "gamma", "theta0")
 
-    def __init__(self, tau: float, epsilon: float):
+    def __init__(self, tau: float, epsilon: float, mechanism: str = "rr"):
         self.tau = float(tau)
-        self.mechanism = RandomizedResponse(float(epsilon))
-
-    @property
-    def private(self) -> bool:
-        return not math.isinf(self.mechanism.epsilon)
+        self.epsilon = float(epsilon)
+        self.mechanism = None if math.isinf(self.epsilon) else RandomizedResponse(self.epsilon)
 
     def kernel_params(self):
-        if not self.private:
+        if self.mechanism is None:
             return QuantilePlain(self.tau)
         rr = self.mechanism
         return QuantileRR(rr.flip_prob, rr.scale, self.tau + rr.shift)
 
-    @property
-    def gradient_py(self):
-        return quantile_rr_gradient if self.private else quantile_plain_gradient
-
     def theta_star(self) -> np.ndarray:
         return np.array([stats.norm.ppf(self.tau)])
 
-    def sigma(self) -> np.ndarray:
-        """``(tau (1 - tau) + S_LDP) / f(x_tau)^2`` with ``S_LDP = e^eps / (e^eps - 1)^2``."""
-        density = stats.norm.pdf(stats.norm.ppf(self.tau))
-        s = self.tau * (1.0 - self.tau) + self.mechanism.variance
-        return np.array([[s / density**2]])
+    def _density(self) -> float:
+        return float(stats.norm.pdf(stats.norm.ppf(self.tau)))
 
-    @classmethod
-    def from_setting(cls, setting) -> "QuantileModel":
-        return cls(setting.tau, setting.epsilon)
+    def hessian(self) -> np.ndarray:
+        """``f(x_tau)``, the N(0, 1) density at the quantile."""
+        return np.array([[self._density()]])
+
+    def gradient_covariance(self) -> np.ndarray:
+        """``tau (1 - tau) + S_LDP`` with ``S_LDP = e^eps / (e^eps - 1)^2`` (docs/corrections.md, item 1)."""
+        extra = 0.0 if self.mechanism is None else self.mechanism.variance
+        return np.array([[self.tau * (1.0 - self.tau) + extra]])
+
+    def sigma(self, batch_size: int = 1) -> np.ndarray:
+        """``S / f(x_tau)^2 / s`` in closed form (the generic ``G^-1 S G^-1`` rounds differently)."""
+        return self.gradient_covariance() / self._density() ** 2 / batch_size
 
     def __repr__(self) -> str:
-        return f"QuantileModel(tau={self.tau}, epsilon={self.mechanism.epsilon})"
+        return f"QuantileModel(tau={self.tau}, epsilon={self.epsilon})"
 
 
 __all__ = ["QuantileModel", "QuantilePlain", "QuantileRR"]

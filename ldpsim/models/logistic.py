@@ -1,0 +1,75 @@
+"""Logistic regression privatized by Laplace or Gaussian noise.
+
+``P(y = 1 | X) = s(X^T beta)`` with ``s`` the logistic function and
+``beta = (0, 0, 1, -1)``. The gradient ``g = (s(X^T theta) - y) X`` is bounded
+by ``|X_j|`` (``|s - y| <= 1``), which fixes the sensitivity. The Hessian
+``G = E[s'(X^T beta) X X^T]`` has no closed form under truncated-normal
+covariates: it is computed by quadrature; ``S_SGD = G`` at the truth.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy import special
+
+from ..mechanisms import add_noise
+from .base import add_privatized_gradient
+from .covariates import draw_covariates
+from .regression import RegressionModel
+
+
+class LogisticParams(NamedTuple):
+    """Constants of the privatized logistic-regression gradient."""
+
+    coef: np.ndarray
+    x: np.ndarray  # scratch: the current covariate vector
+    covariates: tuple
+    noise: tuple
+
+
+@add_privatized_gradient.register(LogisticParams)
+def logistic_gradient(params, theta, gen, out):
+    """Draw ``(X, y)``, add ``(s(X^T theta) - y) X`` plus the mechanism's noise to ``out``."""
+    x = params.x
+    draw_covariates(params.covariates, gen, x)
+    fit = 0.0
+    mean = 0.0
+    for j in range(x.shape[0]):
+        fit += x[j] * theta[j]
+        mean += x[j] * params.coef[j]
+    y = 1.0 if gen.random() * (1.0 + math.exp(-mean)) < 1.0 else 0.0  # u < s(mean), without a division
+    w = 1.0 / (1.0 + math.exp(-fit)) - y
+    for j in range(x.shape[0]):
+        out[j] += w * x[j]
+    add_noise(params.noise, gen, out)
+
+
+class LogisticModel(RegressionModel):
+    """Logistic regression of ``y`` on ``X`` (parameters: see :class:`~ldpsim.models.regression.RegressionModel`)."""
+
+    name = "logistic"
+
+    def gradient_bounds(self) -> np.ndarray:
+        return self.covariates.bounds(self.dim)
+
+    def kernel_params(self):
+        return LogisticParams(*self._common())
+
+    def hessian(self) -> np.ndarray:
+        """``G = E[s(X^T beta) (1 - s(X^T beta)) X X^T]`` by Gauss-Legendre quadrature."""
+
+        def integrand(x):
+            p = special.expit(x @ self.coef)
+            return (p * (1.0 - p))[:, None, None] * x[:, :, None] * x[:, None, :]
+
+        return self.covariates.expectation(integrand, self.dim)
+
+    def gradient_covariance(self) -> np.ndarray:
+        """``G + S_LDP``: ``E[(s - y)^2 | X] = s (1 - s)`` at the truth."""
+        return self.hessian() + self.noise_covariance()
+
+
+__all__ = ["LogisticModel", "LogisticParams"]

@@ -1,0 +1,73 @@
+"""The mean of a bounded variable, ``X ~ U(0, 1)``, by LDP-SGD with additive noise.
+
+The squared loss ``(theta - X)^2 / 2`` has gradient ``theta - X``; whatever
+``theta``, two observations' gradients differ by ``|X - X'| <= 1``, the
+sensitivity, so the reported gradient is ``theta - X + L`` with ``L`` the
+mechanism's noise. ``theta* = 1/2``, ``G = 1``, ``S = 1/12 + Var(L)``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..mechanisms import draw_noise, make_mechanism, noise_record
+from .base import Model, privatized_gradient
+
+
+class MeanParams(NamedTuple):
+    """The mechanism's noise record."""
+
+    noise: tuple
+
+
+@privatized_gradient.register(MeanParams)
+def mean_gradient(params, theta, gen):
+    """Draw ``X ~ U(0, 1)`` and return ``theta - X`` plus the mechanism's noise."""
+    return theta - gen.random() + draw_noise(params.noise, gen)
+
+
+class MeanModel(Model):
+    """Mean of ``U(0, 1)`` under epsilon-LDP Laplace or (epsilon, delta)-LDP Gaussian noise.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy budget (``inf``: non-private).
+    mechanism : {'laplace', 'gaussian'}
+        Noise law.
+    delta : float, optional
+        The Gaussian mechanism's delta.
+    """
+
+    name = "mean"
+    dim = 1
+    keys = ("mechanism", "delta")
+    mechanisms = ("laplace", "gaussian")
+    path_keys = ("n", "epsilon", "c", "gamma", "theta0", "mechanism", "delta")
+
+    def __init__(self, epsilon: float, mechanism: str = "laplace", delta: float | None = None):
+        self.epsilon = float(epsilon)
+        # the gradient theta - X ranges over an interval of length 1: bound 1/2 about its centre
+        self.mechanism = make_mechanism(mechanism, self.epsilon, [0.5], delta)
+
+    def kernel_params(self):
+        return MeanParams(noise_record(self.mechanism))
+
+    def theta_star(self) -> np.ndarray:
+        return np.array([0.5])
+
+    def hessian(self) -> np.ndarray:
+        return np.eye(1)
+
+    def gradient_covariance(self) -> np.ndarray:
+        """``Var(X) + Var(L) = 1/12 + Var(L)``."""
+        extra = 0.0 if self.mechanism is None else self.mechanism.variance
+        return np.array([[1.0 / 12.0 + extra]])
+
+    def __repr__(self) -> str:
+        return f"MeanModel(epsilon={self.epsilon}, mechanism={getattr(self.mechanism, 'name', 'none')!r})"
+
+
+__all__ = ["MeanModel", "MeanParams"]
