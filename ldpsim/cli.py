@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
 
     comp = sub.add_parser("compare", help="compare a run with a published table")
     comp.add_argument("dir", type=Path, help="run output directory")
-    comp.add_argument("--table", default="table1_quantile", help="reference table name")
+    comp.add_argument("--table", help="reference table name (default: the paper's table of the run's model)")
     return parser
 
 
@@ -89,18 +89,19 @@ def _table(args) -> int:
 
 
 def _compare(args) -> int:
-    from .reference import compare, paper_tables, render_comparison
+    from .reference import DEFAULT_TABLES, compare, paper_tables, render_comparison
     from .summary import read_csv
 
     summary = _require_summary(args.dir)
-    tables = paper_tables()
-    if args.table not in tables or "rows" not in tables[args.table]:
-        names = [k for k, v in tables.items() if isinstance(v, dict) and "rows" in v]
-        raise ConfigError(f"table = {args.table!r} is not one of: {', '.join(names)}")
     meta_path = args.dir / "meta.json"
     fixed = json.loads(meta_path.read_text())["config"] if meta_path.exists() else {}
-    text = render_comparison(compare(read_csv(summary), args.table, fixed))
-    (args.dir / f"compare_{args.table}.md").write_text(text)
+    table = args.table or DEFAULT_TABLES.get(fixed.get("model"), "table1_quantile")
+    tables = paper_tables()
+    if table not in tables or "rows" not in tables[table]:
+        names = [k for k, v in tables.items() if isinstance(v, dict) and "rows" in v]
+        raise ConfigError(f"table = {table!r} is not one of: {', '.join(names)}")
+    text = render_comparison(compare(read_csv(summary), table, fixed))
+    (args.dir / f"compare_{table}.md").write_text(text)
     print(text)
     return 0
 

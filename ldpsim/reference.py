@@ -15,6 +15,10 @@ import yaml
 from tabulate import tabulate
 
 
+#: The published table of each model, for ``ldpsim compare``.
+DEFAULT_TABLES = {"quantile": "table1_quantile", "quantile_regression": "table2_quantile_regression"}
+
+
 def paper_tables() -> dict:
     """All reference tables, keyed by name (``table1_quantile``, ...)."""
     text = resources.files("ldpsim").joinpath("data/paper_tables.yaml").read_text()
@@ -102,6 +106,6 @@ def render_comparison(entries: list[dict]) -> str:
     return (
         tabulate(body, head, tablefmt="github", disable_numparse=True)
         + f"\n\nLargest |z| (coverage difference in combined SEs): {worst_z:.2f}. "
-        + f"Largest length deviation: {100 * worst_len:.1f}%. The paper rounds lengths to two "
-        + "significant digits (up to 1.9% at 0.0027), which z (length) does not account for.\n"
+        + f"Largest length deviation: {100 * worst_len:.1f}%. The paper rounds lengths to one or "
+        + "two significant digits (0.0027: up to 1.9%; 0.07: up to 7%), which z (length) does not account for.\n"
     )

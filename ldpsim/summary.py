@@ -21,7 +21,10 @@ from .replication import ChunkResult
 from .inference import normal_quantile
 from .models import build_model
 
-#: Columns after the varied config keys, in order.
+#: Columns after the varied config keys, in order. Runs with a multivariate
+#: model add ``joint_coverage`` and ``joint_coverage_se``: the share of
+#: replications whose intervals cover every coordinate at once (the same on
+#: each coordinate's row of a method).
 STAT_COLUMNS = (
     "method", "coord", "n", "reps", "n_failed", "coverage", "coverage_se", "length", "length_se",
     "theta_star", "bias", "sd", "se_ratio",
@@ -41,9 +44,12 @@ def summarize(config: Config, results: list[ChunkResult]) -> list[dict]:
     Returns
     -------
     list of dict
-        Keys: the varied config keys but ``n``, then :data:`STAT_COLUMNS`.
+        Keys: the varied config keys but ``n``, then :data:`STAT_COLUMNS`
+        (and the joint coverage, for multivariate models).
     """
     keys = [k for k in config.varied if k != "n"]
+    # simultaneous coverage only means something with more than one coordinate
+    joint = any(r.theta_bar.shape[1] > 1 for r in results)
     rows = []
     for setting, res in zip(config.settings, results):
         theta_star = build_model(setting).theta_star()
@@ -51,14 +57,23 @@ def summarize(config: Config, results: list[ChunkResult]) -> list[dict]:
         reps, failed = int(ok.sum()), int((~ok).sum())
         z = normal_quantile(setting.level)
         for j, method in enumerate(config.methods):
+            lo_all, hi_all = res.bounds[ok, j, :, 0], res.bounds[ok, j, :, 1]
+            all_covered = ((lo_all <= theta_star) & (theta_star <= hi_all)).all(axis=1)
             for coord in range(theta_star.shape[0]):
                 est = res.theta_bar[ok, coord]
-                lo, hi = res.bounds[ok, j, coord, 0], res.bounds[ok, j, coord, 1]
                 row = {k: getattr(setting, k) for k in keys}
                 row.update(method=method, coord=coord, n=setting.n, reps=reps, n_failed=failed)
-                row.update(_stats(est, lo, hi, float(theta_star[coord]), z))
+                row.update(_stats(est, lo_all[:, coord], hi_all[:, coord], float(theta_star[coord]), z))
+                if joint:
+                    row.update(_proportion("joint_coverage", all_covered))
                 rows.append(row)
     return rows
+
+
+def _proportion(name: str, hits) -> dict:
+    r = len(hits)
+    p = float(hits.mean()) if r else math.nan
+    return {name: p, f"{name}_se": math.sqrt(p * (1.0 - p) / r) if r else math.nan}
 
 
 def _stats(est, lo, hi, truth, z) -> dict:

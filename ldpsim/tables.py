@@ -87,6 +87,9 @@ _ESTIMATE = [
     ("failed", lambda r, tex: f"{r['n_failed']}/{r['reps'] + r['n_failed']}"),
 ]
 _SE_RATIO = [("SE ratio", lambda r, tex: f"{r['se_ratio']:.3f}" if math.isfinite(r["se_ratio"]) else "-")]
+#: Simultaneous coverage of all coordinates, shown on the first coordinate's row.
+_JOINT = [("joint cover", lambda r, tex: _cell(r["joint_coverage"], r["joint_coverage_se"], ".3f", tex)
+           if r["coord"] == 0 else "")]
 
 
 def _ratio(a: float, b: float) -> str:
@@ -100,11 +103,14 @@ def render_markdown(rows: list[dict], title: str | None = None) -> str:
     parts.append("Coverage and mean length of the confidence intervals (standard errors in brackets).\n")
     parts.append(tabulate(body, head, tablefmt="github", disable_numparse=True) + "\n")
     diag = sorted(_diagnostic_rows(rows), key=lambda r: [r[k] for k in key_columns(rows)])
-    head, body = _layout(diag, lambda method: _ESTIMATE if method == "theta_bar" else _SE_RATIO, tex=False)
+    per_method = _SE_RATIO + (_JOINT if "joint_coverage" in rows[0] else [])
+    head, body = _layout(diag, lambda method: _ESTIMATE if method == "theta_bar" else per_method, tex=False)
     parts.append(
         "Diagnostics: bias of theta_bar in units of its empirical SD, the SD, failed (diverged or "
         "non-finite) replications; per method, SE ratio = mean length / (2 z) / SD "
-        "(1: as wide as the normal interval with the true SD).\n"
+        "(1: as wide as the normal interval with the true SD)"
+        + ("; joint cover = share of replications whose intervals cover all coordinates at once "
+           "(BBjoint is built for it, the others are per coordinate).\n" if "joint_coverage" in rows[0] else ".\n")
     )
     parts.append(tabulate(body, head, tablefmt="github", disable_numparse=True) + "\n")
     return "\n".join(parts)
