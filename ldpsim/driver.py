@@ -4,9 +4,11 @@ Replication ``r`` of a setting draws everything (path, then bootstrap
 multipliers) from ``SeedSequence(root, spawn_key=(setting.seed_key, r))``
 (:mod:`ldpsim.rng`),
 so results do not depend on ``n_jobs``, the backend or the order in which
-chunks finish. Replications run in chunks (one joblib task each); a finished
-chunk is written to ``<out>/chunks/`` at once, so an interrupted run loses
-only the chunks in flight and ``resume=True`` skips the saved ones.
+chunks finish. Replications run in chunks (one joblib task each). Workers
+return their chunk to the driver process, which writes it to
+``<out>/chunks/`` as soon as it arrives: workers, on a cluster perhaps other
+machines, need no access to the output directory, an interrupted run loses
+only the chunks in flight, and ``resume=True`` skips the saved ones.
 """
 
 from __future__ import annotations
@@ -160,11 +162,9 @@ def _load_chunk(path: Path) -> ChunkResult | None:
         return None
 
 
-def _chunk_task(index, setting, methods, root_seed, start, stop, path):
+def _chunk_task(index, setting, methods, root_seed, start, stop):
     result = run_replications(setting, methods, root_seed, start, stop)
-    if path is not None:
-        _save_chunk(path, result)
-    return (index, start), result  # results arrive in completion order: say whose
+    return (index, start), result  # results arrive in completion order: say whose; the driver saves
 
 
 def warm_up(config: Config) -> None:
@@ -193,7 +193,8 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", chunk_d
     backend : {'loky', 'threading'}
         joblib backend. Kernels release the GIL, so threads run in parallel.
     chunk_dir : Path, optional
-        Where finished chunks are saved; ``None`` keeps them in memory only.
+        Where finished chunks are saved, by this process as they arrive;
+        ``None`` keeps them in memory only.
     resume : bool
         Reuse chunks saved in ``chunk_dir`` by an earlier run of the same
         settings and seed.
@@ -230,9 +231,12 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", chunk_d
         if tasks:
             warm_up(config)
             parallel = Parallel(n_jobs=n_jobs, backend=backend, return_as="generator_unordered")
-            calls = (delayed(_chunk_task)(i, config.settings[i], config.methods, config.seed, start, stop, path)
-                     for i, start, stop, path in tasks)
+            paths = {(i, start): path for i, start, _, path in tasks}
+            calls = (delayed(_chunk_task)(i, config.settings[i], config.methods, config.seed, start, stop)
+                     for i, start, stop, _ in tasks)
             for tag, result in parallel(calls):
+                if paths[tag] is not None:
+                    _save_chunk(paths[tag], result)
                 done[tag] = result
                 bar.update(len(result.ok) * config.settings[tag[0]].n)
 
