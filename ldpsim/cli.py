@@ -12,6 +12,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from .backends import BACKENDS
 from .config import ConfigError, ConfigWarning
 
 PROG = "ldpsim"
@@ -29,7 +30,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="set any config key; VALUE is YAML, so lists give grids (--set tau=[0.5,0.9])")
     run.add_argument("--n-jobs", type=int, default=-1, help="parallel workers (default: all cores)")
-    run.add_argument("--backend", choices=("loky", "threading"), default="loky", help="joblib backend")
+    run.add_argument("--backend", choices=BACKENDS, default="loky",
+                     help="joblib backend: loky or threading on this machine, dask or ray on a cluster "
+                          "(dask alone starts a local cluster)")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="dask scheduler to run on (tcp://host:8786 or a scheduler file); needs --backend dask")
     run.add_argument("--out", type=Path, help="output directory (default: results/<config name>)")
     run.add_argument("--resume", action="store_true", help="reuse replications saved by an interrupted run")
     run.add_argument("--quiet", action="store_true", help="no progress bar, no table on stdout")
@@ -62,7 +67,8 @@ def _run(args) -> int:
     config = cfg.load(args.config, _overrides(args))
     out = args.out or Path("results") / Path(args.config).stem
     run_experiment(config, out, name=Path(args.config).stem, n_jobs=args.n_jobs, backend=args.backend,
-                          resume=args.resume, progress=not args.quiet, command=[PROG, *sys.argv[1:]])
+                   scheduler=args.scheduler, resume=args.resume, progress=not args.quiet,
+                   command=[PROG, *sys.argv[1:]])
     failed = json.loads((out / "meta.json").read_text())["n_failed"]
     if not args.quiet:
         print((out / "table.md").read_text())

@@ -4,9 +4,11 @@ Replication ``r`` of a setting draws everything (path, then bootstrap
 multipliers) from ``SeedSequence(root, spawn_key=(setting.seed_key, r))``
 (:mod:`ldpsim.rng`),
 so results do not depend on ``n_jobs``, the backend or the order in which
-chunks finish. Replications run in chunks (one joblib task each); a finished
-chunk is written to ``<out>/chunks/`` at once, so an interrupted run loses
-only the chunks in flight and ``resume=True`` skips the saved ones.
+chunks finish. Replications run in chunks (one joblib task each). Workers
+return their chunk to the driver process, which writes it to
+``<out>/chunks/`` as soon as it arrives: workers, on a cluster perhaps other
+machines, need no access to the output directory, an interrupted run loses
+only the chunks in flight, and ``resume=True`` skips the saved ones.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from pathlib import Path
 
 import numba
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 
 from ._jit import source_hash
+from .backends import STREAMING, BackendError, check_backend, joblib_backend
 from .config import Config, Setting
 from .models import build_model
 from .recursion import run_path
@@ -46,6 +49,15 @@ COMPUTE_SOURCES = ("models", "_dispatch.py", "mechanisms.py", "recursion.py", "s
 @lru_cache(maxsize=1)
 def _compute_source_hash() -> str:
     return source_hash(COMPUTE_SOURCES)  # read once per process, not once per setting
+
+
+def code_identity() -> dict:
+    """What must agree between the driver and its workers for results to be identical.
+
+    The hash of the compute sources and the numpy and numba versions. A
+    cluster worker with other code would write chunks under the wrong key.
+    """
+    return {"ldpsim": _compute_source_hash(), "numpy": np.__version__, "numba": numba.__version__}
 
 
 def chunk_size(n: int) -> int:
@@ -89,11 +101,18 @@ def _load_chunk(path: Path) -> ChunkResult | None:
         return None
 
 
-def _chunk_task(index, setting, methods, root_seed, start, stop, path):
+def _chunk_task(index, setting, methods, root_seed, start, stop, identity):
+    worker = code_identity()
+    if worker != identity:  # `identity` is the driver's
+        import socket
+
+        def show(ident):
+            return ", ".join(f"{k} {v}" for k, v in ident.items())
+
+        raise BackendError(f"worker on {socket.gethostname()} runs other code ({show(worker)}) than the driver "
+                           f"({show(identity)}): install the same ldpsim, numpy and numba there")
     result = run_replications(setting, methods, root_seed, start, stop)
-    if path is not None:
-        _save_chunk(path, result)
-    return (index, start), result  # results arrive in completion order: say whose
+    return (index, start), result  # results arrive in completion order: say whose; the driver saves
 
 
 def warm_up(config: Config) -> None:
@@ -110,8 +129,22 @@ def warm_up(config: Config) -> None:
                  small.batch_size)
 
 
-def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", chunk_dir: Path | None = None,
-             resume: bool = False, progress: bool = True) -> list[ChunkResult]:
+def _run_tasks(calls: list, n_jobs: int, streaming: bool):
+    """Yield task results as they finish (or, without streaming, wave by wave)."""
+    if streaming:
+        yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered")(calls)
+        return
+    # joblib hands results of Pool-based backends (ray) over only as a whole
+    # list: run two tasks per worker at a time, so that an interrupt loses at
+    # most one wave
+    wave = 2 * effective_n_jobs(n_jobs)
+    parallel = Parallel(n_jobs=n_jobs)
+    for first in range(0, len(calls), wave):
+        yield from parallel(calls[first:first + wave])
+
+
+def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", scheduler: str | None = None,
+             chunk_dir: Path | None = None, resume: bool = False, progress: bool = True) -> list[ChunkResult]:
     """Run every replication of every setting of ``config``.
 
     Parameters
@@ -120,10 +153,15 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", chunk_d
         Validated run.
     n_jobs : int
         joblib workers (-1: all cores). Never changes the results.
-    backend : {'loky', 'threading'}
-        joblib backend. Kernels release the GIL, so threads run in parallel.
+    backend : {'loky', 'threading', 'dask', 'ray'}
+        joblib backend (:mod:`ldpsim.backends`). Kernels release the GIL, so
+        threads run in parallel; ``dask`` and ``ray`` run on a cluster.
+    scheduler : str, optional
+        Dask scheduler address (``backend='dask'`` only); without it, dask
+        starts a local cluster of ``n_jobs`` workers for the run.
     chunk_dir : Path, optional
-        Where finished chunks are saved; ``None`` keeps them in memory only.
+        Where finished chunks are saved, by this process as they arrive;
+        ``None`` keeps them in memory only.
     resume : bool
         Reuse chunks saved in ``chunk_dir`` by an earlier run of the same
         settings and seed.
@@ -137,6 +175,7 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", chunk_d
     """
     from tqdm.auto import tqdm
 
+    check_backend(backend, scheduler, n_jobs)  # before any work, even when everything is resumed
     tasks, done = [], {}
     for i, setting in enumerate(config.settings):
         key = chunk_key(setting, config.methods, config.seed)
@@ -158,13 +197,17 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", chunk_d
     with tqdm(total=total, initial=already, unit="step", unit_scale=True, disable=not progress,
               dynamic_ncols=True, desc="SGD steps") as bar:
         if tasks:
-            warm_up(config)
-            parallel = Parallel(n_jobs=n_jobs, backend=backend, return_as="generator_unordered")
-            calls = (delayed(_chunk_task)(i, config.settings[i], config.methods, config.seed, start, stop, path)
-                     for i, start, stop, path in tasks)
-            for tag, result in parallel(calls):
-                done[tag] = result
-                bar.update(len(result.ok) * config.settings[tag[0]].n)
+            warm_up(config)  # compiles into the cache that local workers load from
+            identity = code_identity()
+            paths = {(i, start): path for i, start, _, path in tasks}
+            calls = [delayed(_chunk_task)(i, config.settings[i], config.methods, config.seed, start, stop, identity)
+                     for i, start, stop, _ in tasks]
+            with joblib_backend(backend, n_jobs, scheduler):
+                for tag, result in _run_tasks(calls, n_jobs, streaming=backend in STREAMING):
+                    if paths[tag] is not None:
+                        _save_chunk(paths[tag], result)
+                    done[tag] = result
+                    bar.update(len(result.ok) * config.settings[tag[0]].n)
 
     out = []
     for i in range(len(config.settings)):

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import __version__
+from .backends import check_backend
 from .config import Config, GRID_KEYS
 from .driver import simulate
 from .summary import read_csv, summarize, write_csv
@@ -72,7 +73,8 @@ def write_tables(out: Path, rows: list[dict], title: str | None) -> str:
 
 
 def run_experiment(config: Config, out: Path, *, name: str, n_jobs: int = -1, backend: str = "loky",
-                   resume: bool = False, progress: bool = True, command: list[str] | None = None) -> list[dict]:
+                   scheduler: str | None = None, resume: bool = False, progress: bool = True,
+                   command: list[str] | None = None) -> list[dict]:
     """Run ``config`` and write its outputs into ``out``.
 
     Parameters
@@ -83,7 +85,7 @@ def run_experiment(config: Config, out: Path, *, name: str, n_jobs: int = -1, ba
         Output directory (created).
     name : str
         Run name for the table title.
-    n_jobs, backend, resume, progress
+    n_jobs, backend, scheduler, resume, progress
         Passed to :func:`ldpsim.driver.simulate`.
     command : list of str, optional
         Command line, recorded in ``meta.json``.
@@ -93,12 +95,13 @@ def run_experiment(config: Config, out: Path, *, name: str, n_jobs: int = -1, ba
     list of dict
         The summary rows.
     """
+    check_backend(backend, scheduler, n_jobs)  # a bad backend leaves no empty output directory
     out.mkdir(parents=True, exist_ok=True)
     started = datetime.now(timezone.utc)
     commit = _git_commit()  # the code that computes, not whatever is checked out at the end
     tic = time.perf_counter()
-    results = simulate(config, n_jobs=n_jobs, backend=backend, chunk_dir=out / "chunks", resume=resume,
-                       progress=progress)
+    results = simulate(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler, chunk_dir=out / "chunks",
+                       resume=resume, progress=progress)
     wall = time.perf_counter() - tic
     rows = summarize(config, results)
     write_csv(rows, out / "summary.csv")
@@ -114,6 +117,7 @@ def run_experiment(config: Config, out: Path, *, name: str, n_jobs: int = -1, ba
         "wall_time_s": round(wall, 3),
         "n_jobs": n_jobs,
         "backend": backend,
+        "scheduler": scheduler,
         "resume": resume,
         "started_utc": started.isoformat(timespec="seconds"),
         "command": command or sys.argv,
