@@ -56,14 +56,41 @@ def sum_of_squares(i):
     return i * (i + 1.0) * (2.0 * i + 1.0) / 6.0
 
 
+# The random-scaling sums, centred at a reference ``ref`` that moves to the
+# running mean at every power of two. For i <= t the centred partial sums are
+# S_t = sum_{s<=t} (theta_s - ref). Random scaling needs
+# k^2 V_k = sum_{t<=k} (S_t - t e)^2 = A - 2 e T + e^2 W2(k), e = S_k / k,
+# with A = sum S_t^2, T = sum t S_t, W2 = sum t^2: the terms grow like k^3,
+# so without the recentring they would cancel catastrophically. The three
+# helpers below are shared by every kernel that streams V (the trace reads V
+# at many k along one path), so their arithmetic exists once.
+
+
+@jit
+def sn_add(s, a, t, theta, ref, fi):
+    """Add iterate ``theta_i`` (``fi = float(i)``) to the centred sums ``(S, A, T)``."""
+    s += theta - ref
+    return s, a + s * s, t + fi * s
+
+
+@jit
+def sn_recentre(s, a, t, ref, fi):
+    """Move ``ref`` to the running mean after step ``fi``; returns the new ``(S, A, T, ref)``."""
+    shift = s / fi
+    w2 = sum_of_squares(fi)
+    return 0.0, a + shift * (shift * w2 - 2.0 * t), t - shift * w2, ref + shift
+
+
+@jit
+def sn_read(s, a, t, ref, fk):
+    """``(theta_bar_k, V_k)`` from the centred sums after step ``fk = float(k)``."""
+    e = s / fk
+    return ref + e, (a + e * (e * sum_of_squares(fk) - 2.0 * t)) / (fk * fk)
+
+
 @jit
 def _scalar_path(params, gen, n, c, gamma, theta0, block_len, blocks, batch_ends, batches):
-    # Running sums are centred at a reference ``ref`` that moves to the running
-    # mean at every power of two; for i <= t the centred partial sums are
-    # S_t = sum_{s<=t} (theta_s - ref). Random scaling needs
-    # n^2 V_n = sum_t (S_t - t e)^2 = A - 2 e T + e^2 W2(n), e = S_n / n,
-    # with A = sum S_t^2, T = sum t S_t, W2 = sum t^2: the terms grow like n^3,
-    # so without the recentring they would cancel catastrophically.
+    # random-scaling sums (S, A, T) = (s, a, t), centred at ref: see sn_add
     theta = theta0
     ref = theta0
     s = 0.0
@@ -84,9 +111,7 @@ def _scalar_path(params, gen, n, c, gamma, theta0, block_len, blocks, batch_ends
         fi = float(i)
         eta = step_size(i, pow2, eta, c, gamma, ratio)
         theta -= eta * privatized_gradient(params, theta, gen)
-        s += theta - ref
-        a += s * s
-        t += fi * s
+        s, a, t = sn_add(s, a, t, theta, ref, fi)
         block += theta
         if i == block_end:
             blocks[j] = block
@@ -100,19 +125,12 @@ def _scalar_path(params, gen, n, c, gamma, theta0, block_len, blocks, batch_ends
             k += 1
             batch_end = batch_ends[k] if k < n_batches else n + 1
         if i == pow2:
-            shift = s / fi
-            w2 = sum_of_squares(fi)
-            a += shift * (shift * w2 - 2.0 * t)
-            t -= shift * w2
-            ref += shift
-            s = 0.0
+            s, a, t, ref = sn_recentre(s, a, t, ref, fi)
             pow2 *= 2
             if not np.isfinite(a):  # diverged: stop, the driver counts it
                 return i, np.nan, np.nan
-    fn = float(n)
-    e = s / fn
-    v = (a + e * (e * sum_of_squares(fn) - 2.0 * t)) / (fn * fn)
-    return n, ref + e, v
+    theta_bar, v = sn_read(s, a, t, ref, float(n))
+    return n, theta_bar, v
 
 
 def run_path(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,
