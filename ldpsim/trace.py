@@ -16,8 +16,8 @@ has two *streams* of its own (its blocks, its batches): an accumulator that,
 at each end listed for the stream, writes its sum into a flat preallocated
 buffer and restarts at zero. All ends live in one flat array with offsets per
 stream, so the memory is ``sum_k (m_k + M_k + 1) = O(C n^(1 - beta) + C
-n^((1 - gamma) / 2))`` numbers, never ``O(n)``: 4 043 for ``C = 200`` at
-``n = 1e6``, 9 454 at ``n = 1e8``.
+n^((1 - gamma) / 2))`` numbers, never ``O(n)``: about 4 000 for ``C = 200`` at
+``n = 1e6``, under 10 000 at ``n = 1e8``.
 
 Updating every open stream at every step would cost ``O(C)`` per step. Instead
 the iterates between two consecutive ends of *any* stream (an event) lie in
