@@ -1,4 +1,4 @@
-"""Command line: ``python -m ldpsim {run,table,compare} ...``.
+"""Command line: ``python -m ldpsim {run,table,compare,trace} ...``.
 
 ``run`` flags are the config keys: ``--reps``, ``--n`` and ``--seed`` directly,
 every key through ``--set KEY=VALUE``; command-line values win over the file.
@@ -45,6 +45,14 @@ def _parser() -> argparse.ArgumentParser:
     comp = sub.add_parser("compare", help="compare a run with a published table")
     comp.add_argument("dir", type=Path, help="run output directory")
     comp.add_argument("--table", help="reference table name (default: the paper's table of the run's model)")
+
+    trace = sub.add_parser("trace", help="one path with its intervals at log-spaced checkpoints (Figure 1)")
+    trace.add_argument("config", help="YAML config file (keys as in configs/trace_quantile.yaml)")
+    trace.add_argument("--n", metavar="N", help="path length, the last checkpoint (e.g. 1e6)")
+    trace.add_argument("--seed", help="root seed")
+    trace.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="set any trace config key (one value each: a trace is one path)")
+    trace.add_argument("--out", type=Path, help="output directory (default: results/<config name>)")
     return parser
 
 
@@ -112,6 +120,30 @@ def _compare(args) -> int:
     return 0
 
 
+def _trace(args) -> int:
+    from .config import parse_assignment
+    from .trace import TRACE_KEYS, MissingExtra, compute_trace, figure_class, load_trace, write_trace
+
+    overrides = dict(parse_assignment(item, TRACE_KEYS) for item in args.set)
+    for key in ("n", "seed"):
+        if getattr(args, key) is not None:
+            overrides[key] = getattr(args, key)
+    config = load_trace(args.config, overrides)
+    out = args.out or Path("results") / Path(args.config).stem
+    try:
+        figure_class()  # before the path, which may run for minutes
+    except MissingExtra as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    result = compute_trace(config)
+    write_trace(result, out, command=[PROG, *sys.argv[1:]])
+    last = ", ".join(f"{m} [{lo:.6g}, {hi:.6g}]" for m, (lo, hi) in zip(config.methods, result.bounds[-1]))
+    print(f"n = {config.setting.n}: theta_bar {result.trace.theta_bar[-1]:.6g}; {last}")
+    print(f"{PROG}: wrote {out / 'trace.csv'}, figure1.png, meta.json "
+          f"({len(result.checkpoints)} checkpoints, path {result.seconds_path:.1f} s)", file=sys.stderr)
+    return 0
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     if issubclass(category, ConfigWarning):
         print(f"{PROG}: warning: {message}", file=sys.stderr)
@@ -124,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     warnings.showwarning = _show_warning
     try:
-        return {"run": _run, "table": _table, "compare": _compare}[args.command](args)
+        return {"run": _run, "table": _table, "compare": _compare, "trace": _trace}[args.command](args)
     except ConfigError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

@@ -249,13 +249,12 @@ def _validate_setting(s: Setting, methods) -> None:
     if "BM" in methods and s.gamma >= 1.0:
         raise ConfigError(f"gamma = {s.gamma} leaves no batch-means batches; BM needs gamma < 1")
     layout = s.layout(methods)
-    if "BB" in methods and layout.n_blocks < 2:
+    if "BB" in methods and not layout.enough_blocks:
         raise ConfigError(
             f"n = {s.n} is too small for two bootstrap blocks with beta = {s.beta} "
             f"(block length {layout.block_len}); raise n or lower beta"
         )
-    ends = layout.batch_ends
-    if "BM" in methods and (len(ends) < 3 or ends[0] < 1 or (ends[1:] <= ends[:-1]).any()):
+    if "BM" in methods and not layout.enough_batches:
         raise ConfigError(f"n = {s.n} is too small for two batch-means batches with gamma = {s.gamma}; raise n")
 
 
@@ -272,12 +271,12 @@ def _warnings_for(s: Setting, methods) -> list[str]:
     return out
 
 
-def _check_keys(mapping: dict, where: str) -> None:
+def _check_keys(mapping: dict, where: str, allowed=ALL_KEYS) -> None:
     for key in mapping:
-        if key not in ALL_KEYS:
-            guess = difflib.get_close_matches(str(key), ALL_KEYS, n=1)
+        if key not in allowed:
+            guess = difflib.get_close_matches(str(key), allowed, n=1)
             hint = f" (did you mean {guess[0]!r}?)" if guess else ""
-            raise ConfigError(f"unknown key {key!r} in {where}{hint}; allowed: {', '.join(ALL_KEYS)}")
+            raise ConfigError(f"unknown key {key!r} in {where}{hint}; allowed: {', '.join(allowed)}")
 
 
 def _as_list(value) -> list:
@@ -369,13 +368,16 @@ def load_yaml(path: str | Path) -> dict:
     return data
 
 
-def parse_assignment(text: str) -> tuple[str, Any]:
-    """Parse a ``--set KEY=VALUE`` argument; VALUE is read as YAML (``[0.5, 0.9]``, ``inf``)."""
+def parse_assignment(text: str, allowed=ALL_KEYS) -> tuple[str, Any]:
+    """Parse a ``--set KEY=VALUE`` argument; VALUE is read as YAML (``[0.5, 0.9]``, ``inf``).
+
+    ``allowed`` lists the keys the command takes (``trace`` takes others).
+    """
     key, sep, value = text.partition("=")
     key = key.strip()
     if not sep or not key:
         raise ConfigError(f"--set expects KEY=VALUE, got {text!r}")
-    _check_keys({key: None}, "--set")
+    _check_keys({key: None}, "--set", allowed)
     try:
         parsed = yaml.safe_load(value)
     except yaml.YAMLError:

@@ -60,7 +60,8 @@ def _machine() -> dict:
 
 def title_of(name: str, values: dict, varied) -> str:
     """Table title: run name and the settings every row shares."""
-    fixed = ", ".join(f"{k} = {values[k]}" for k in GRID_KEYS if k not in varied and k != "n")
+    fixed = ", ".join(f"{k} = {values[k]}" for k in GRID_KEYS
+                      if k not in varied and k != "n" and values.get(k) is not None)  # None: does not apply
     return f"{name}: {fixed}, reps = {values['reps']}"
 
 

@@ -56,34 +56,42 @@ def sum_of_squares(i):
     return i * (i + 1.0) * (2.0 * i + 1.0) / 6.0
 
 
+    """``1^2 + ... + i^2`` as a float (exact in integers would overflow int64)."""
+    return i * (i + 1.0) * (2.0 * i + 1.0) / 6.0
+
+
+# The random-scaling sums, centred at a reference ``ref`` that moves to the
+# running mean at every power of two. For i <= t the centred partial sums are
+# S_t = sum_{s<=t} (theta_s - ref). Random scaling needs
+# k^2 V_k = sum_{t<=k} (S_t - t e)^2 = A - 2 e T + e^2 W2(k), e = S_k / k,
+# with A = sum S_t^2, T = sum t S_t, W2 = sum t^2: the terms grow like k^3,
+# so without the recentring they would cancel catastrophically. The three
+# helpers below are shared by every kernel that streams V (the trace reads V
+# at many k along one path), so their arithmetic exists once.
+
+
 @jit
-def sn_accumulate(s, a, t, x, fi):
-    """Add the centred iterate ``x`` of step ``i`` to the random-scaling sums ``(S, A, T)``."""
-    s += x
+def sn_add(s, a, t, theta, ref, fi):
+    """Add iterate ``theta_i`` (``fi = float(i)``) to the centred sums ``(S, A, T)``."""
+    s += theta - ref
     return s, a + s * s, t + fi * s
 
 
 @jit
-def sn_recentre(s, a, t, fi):
-    """Move the reference to the running mean at step ``i``: new ``(A, T)`` and the shift."""
+def sn_recentre(s, a, t, ref, fi):
+    """Move ``ref`` to the running mean after step ``fi``; returns the new ``(S, A, T, ref)``."""
     shift = s / fi
     w2 = sum_of_squares(fi)
-    return a + shift * (shift * w2 - 2.0 * t), t - shift * w2, shift
+    return 0.0, a + shift * (shift * w2 - 2.0 * t), t - shift * w2, ref + shift
 
 
 @jit
-def sn_finish(ref, s, a, t, fn):
-    """``theta_bar`` and the random-scaling variance ``V_n`` from the sums after ``n`` steps."""
-    e = s / fn
-    return ref + e, (a + e * (e * sum_of_squares(fn) - 2.0 * t)) / (fn * fn)
+def sn_read(s, a, t, ref, fk):
+    """``(theta_bar_k, V_k)`` from the centred sums after step ``fk = float(k)``."""
+    e = s / fk
+    return ref + e, (a + e * (e * sum_of_squares(fk) - 2.0 * t)) / (fk * fk)
 
 
-# Both kernels centre the running sums at a reference ``ref`` that moves to
-# the running mean at every power of two; for i <= t the centred partial sums
-# are S_t = sum_{s<=t} (theta_s - ref). Random scaling needs
-# n^2 V_n = sum_t (S_t - t e)^2 = A - 2 e T + e^2 W2(n), e = S_n / n,
-# with A = sum S_t^2, T = sum t S_t, W2 = sum t^2: the terms grow like n^3,
-# so without the recentring they would cancel catastrophically.
 # A mini-batch of s observations uses the step eta_i / s on their sum
 # (eta_i * (1/s) is exact for s = 1, so s = 1 is plain LDP-SGD to the bit).
 
@@ -114,7 +122,7 @@ def _scalar_path(params, gen, n, batch_size, c, gamma, theta0, block_len, blocks
         for _ in range(batch_size):
             g += privatized_gradient(params, theta, gen)
         theta -= (eta * inv_s) * g
-        s, a, t = sn_accumulate(s, a, t, theta - ref, fi)
+        s, a, t = sn_add(s, a, t, theta, ref, fi)
         block += theta
         if i == block_end:
             blocks[j] = block
@@ -128,13 +136,11 @@ def _scalar_path(params, gen, n, batch_size, c, gamma, theta0, block_len, blocks
             k += 1
             batch_end = batch_ends[k] if k < n_batches else n + 1
         if i == pow2:
-            a, t, shift = sn_recentre(s, a, t, fi)
-            ref += shift
-            s = 0.0
+            s, a, t, ref = sn_recentre(s, a, t, ref, fi)
             pow2 *= 2
             if not np.isfinite(a):  # diverged: stop, the driver counts it
                 return i, np.nan, np.nan
-    theta_bar, v = sn_finish(ref, s, a, t, float(n))
+    theta_bar, v = sn_read(s, a, t, ref, float(n))
     return n, theta_bar, v
 
 
@@ -166,7 +172,7 @@ def _vector_path(params, gen, n, batch_size, c, gamma, theta, grad, ref, s, a, t
         for q in range(d):
             x = theta[q] - w * grad[q]
             theta[q] = x
-            s[q], a[q], t[q] = sn_accumulate(s[q], a[q], t[q], x - ref[q], fi)
+            s[q], a[q], t[q] = sn_add(s[q], a[q], t[q], x, ref[q], fi)
             block[q] += x
             batch[q] += x
         if i == block_end:
@@ -182,15 +188,13 @@ def _vector_path(params, gen, n, batch_size, c, gamma, theta, grad, ref, s, a, t
         if i == pow2:
             finite = True
             for q in range(d):
-                a[q], t[q], shift = sn_recentre(s[q], a[q], t[q], fi)
-                ref[q] += shift
-                s[q] = 0.0
+                s[q], a[q], t[q], ref[q] = sn_recentre(s[q], a[q], t[q], ref[q], fi)
                 finite = finite and np.isfinite(a[q])
             pow2 *= 2
             if not finite:  # diverged: stop, the driver counts it
                 return i
     for q in range(d):
-        theta[q], s[q] = sn_finish(ref[q], s[q], a[q], t[q], float(n))
+        theta[q], s[q] = sn_read(s[q], a[q], t[q], ref[q], float(n))
     return n
 
 

@@ -97,6 +97,17 @@ class StreamLayout:
         return cls(n, block_len, n_blocks, ends)
 
     @property
+    def enough_blocks(self) -> bool:
+        """Whether the block bootstrap has the two blocks it needs at least."""
+        return self.n_blocks >= 2
+
+    @property
+    def enough_batches(self) -> bool:
+        """Whether batch means has two non-empty batches after the burn-in batch."""
+        ends = self.batch_ends
+        return len(ends) >= 3 and ends[0] >= 1 and bool((ends[1:] > ends[:-1]).all())
+
+    @property
     def batch_sizes(self) -> np.ndarray:
         """Number of iterates in each batch (batch 0 included)."""
         return np.diff(self.batch_ends, prepend=0)

@@ -122,17 +122,20 @@ def test_minibatch_divides_sigma():
 SIGMA_CASES = [
     # model, settings chosen so that n = 2e5 is asymptotic enough (checked against larger n)
     ("quantile_regression", dict(tau=0.5, epsilon=4.0)),
-    ("linear", dict(epsilon=2.0, mechanism="gaussian", delta=1e-5)),
-    ("logistic", dict(epsilon=4.0)),
+    ("linear", dict(epsilon=8.0, mechanism="gaussian", delta=1e-5)),
+    ("logistic", dict(epsilon=8.0)),
     ("mean", dict(epsilon=1.0)),
     ("quantile_regression", dict(tau=0.5, epsilon=math.inf, batch_size=5)),
 ]
 
 
+@pytest.mark.slow  # 2e8 SGD steps: about a minute on 2 cores
 @pytest.mark.parametrize("name,kwargs", SIGMA_CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(SIGMA_CASES)])
 def test_oracle_sigma_matches_empirical_covariance(name, kwargs):
-    # Cov of sqrt(n) (theta_bar - theta*) over 400 replications at n = 2e5
-    # against Sigma = G^-1 S G^-1 / s. The SE of an entry of a sample
+    # Cov of sqrt(n) theta_bar over 400 replications at n = 2e5 against
+    # Sigma = G^-1 S G^-1 / s. (Centred at its mean: the O(n^-gamma) bias of a
+    # nonlinear gradient, docs/corrections.md item 6, is 0.45 SD for logistic
+    # at eps = 8 even at n = 1e6 and is what the bias/SD diagnostic reports.) The SE of an entry of a sample
     # covariance of normal vectors is sqrt((S_ii S_jj + S_ij^2) / R); allowed:
     # 4 SEs per entry. With 400 replications a 20% error in a variance is
     # 2.8 SEs: the test catches a wrong S_LDP or G (a factor 2 is 14 SEs).
@@ -141,8 +144,8 @@ def test_oracle_sigma_matches_empirical_covariance(name, kwargs):
     [result] = simulate(config, n_jobs=2, progress=False)
     model = MODELS[name](**{k: v for k, v in kwargs.items() if k != "batch_size"})
     sigma = model.sigma(kwargs.get("batch_size", 1))
-    dev = math.sqrt(n) * (result.theta_bar - model.theta_star())
-    emp = dev.T @ dev / reps
+    dev = math.sqrt(n) * (result.theta_bar - result.theta_bar.mean(axis=0))
+    emp = dev.T @ dev / (reps - 1)
     se = np.sqrt((np.outer(np.diag(sigma), np.diag(sigma)) + sigma**2) / reps)
     assert result.ok.all()
     assert np.all(np.abs(emp - sigma) < 4 * se), (np.diag(emp) / np.diag(sigma), emp, sigma)

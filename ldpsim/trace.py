@@ -1,0 +1,590 @@
+"""Interval trajectories along one LDP-SGD path (Figure 1 of 000).
+
+One path of a scalar model runs once; at log-spaced checkpoints
+``k_1 < ... < k_C = n`` the kernel records what each method needs to build its
+interval *as if the path ended at k*:
+
+* ``theta_bar_k`` and the random-scaling ``V_k``: read off the three centred
+  sums of :mod:`ldpsim.recursion` (``sn_read``), which are valid at any step;
+* the block sums of checkpoint ``k``: blocks of length ``l_k = floor(k^beta)``,
+  ``m_k = floor(k / l_k)`` of them;
+* the batch sums of checkpoint ``k``: Chen et al.'s batches for ``k`` steps,
+  ``batch_ends(k, gamma)``.
+
+Blocks and batches of different checkpoints do not nest, so each checkpoint
+has two *streams* of its own (its blocks, its batches): an accumulator that,
+at each end listed for the stream, writes its sum into a flat preallocated
+buffer and restarts at zero. All ends live in one flat array with offsets per
+stream, so the memory is ``sum_k (m_k + M_k + 1) = O(C n^(1 - beta) + C
+n^((1 - gamma) / 2))`` numbers, never ``O(n)``: about 4 000 for ``C = 200`` at
+``n = 1e6``, under 10 000 at ``n = 1e8``.
+
+Updating every open stream at every step would cost ``O(C)`` per step. Instead
+the iterates between two consecutive ends of *any* stream (an event) lie in
+one block or batch of every stream, so they are summed once, into a segment
+sum, which is added to each open stream at the event. A step costs one
+addition more than :func:`ldpsim.recursion.run_path`; an event costs one per
+open stream, and there are at most as many events as buffer entries. The
+sums are exact sums of the iterates, grouped differently (rounding differs
+from a left-to-right sum by ~1e-15 relative). The last checkpoint's two
+streams add every iterate, as ``run_path`` does, so its state equals
+``run_path``'s bit for bit and its row is replication 0 of ``run``.
+
+The intervals are then computed per checkpoint by the functions of
+:mod:`ldpsim.inference` on a :class:`~ldpsim.streaming.PathState` and
+:class:`~ldpsim.streaming.StreamLayout` built for that checkpoint.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from . import config as cfg
+from . import inference
+from ._jit import jit
+from .models import build_model, privatized_gradient
+from .recursion import sn_add, sn_read, sn_recentre, step_ratio_coefficients, step_size
+from .rng import replication_generator
+from .streaming import PathState, StreamLayout, floor_power
+
+#: Keys only ``trace`` takes, with their defaults.
+TRACE_DEFAULTS = {"checkpoints": 200, "k_min": 10}
+#: Methods of the figure unless the config says otherwise.
+TRACE_METHODS = ("BB", "BM", "SN")
+#: Keys a trace config may hold: the run keys but ``reps`` (one path), plus the trace keys.
+TRACE_KEYS = tuple(k for k in cfg.ALL_KEYS if k != "reps") + tuple(TRACE_DEFAULTS)
+#: The left panel of the figure ends, and the right one starts, at this fraction of n
+#: (000's Figure 1: 200000 of 1e6).
+PANEL_SPLIT = 0.2
+#: Streams per checkpoint: its blocks (BB), then its batches (BM).
+_STREAMS = 2
+
+
+class MissingExtra(RuntimeError):
+    """An optional dependency (an ``ldpsim[...]`` extra) is not installed; the message is one line."""
+
+
+# ---------------------------------------------------------------------------
+# configuration
+
+
+@dataclass(frozen=True)
+class TraceConfig:
+    """A validated trace: one setting, one path.
+
+    Attributes
+    ----------
+    setting : ldpsim.config.Setting
+        The path's keys (``n`` is the last checkpoint).
+    seed : int
+        Root seed; the path is replication 0 of ``setting`` in ``run``.
+    methods : tuple of str
+        Interval methods, in :data:`~ldpsim.inference.METHODS` order.
+    checkpoints : int
+        Number of log-spaced checkpoints asked for (fewer if ``k`` rounds to repeats).
+    k_min : int
+        First checkpoint.
+    values : dict
+        Resolved key -> value mapping, as recorded in meta.json.
+    """
+
+    setting: cfg.Setting
+    seed: int
+    methods: tuple[str, ...]
+    checkpoints: int
+    k_min: int
+    values: dict
+
+
+def resolve_trace(mapping: dict, where: str = "config") -> TraceConfig:
+    """Validate a raw trace mapping (defaults filled in) into a :class:`TraceConfig`.
+
+    Parameters
+    ----------
+    mapping : dict
+        Keys from :data:`TRACE_KEYS`, one value each.
+    where : str
+        Where the mapping came from, for error messages.
+
+    Raises
+    ------
+    ConfigError
+        On the first bad key or value, or on a list value (a trace follows one path).
+    """
+    if "reps" in mapping:
+        raise cfg.ConfigError(f"reps = {mapping['reps']} does not apply in {where}: trace follows one path")
+    cfg._check_keys(mapping, where, TRACE_KEYS)
+    raw = {**TRACE_DEFAULTS, "methods": list(TRACE_METHODS), **mapping}
+    for key, value in raw.items():
+        if key != "methods" and isinstance(value, (list, tuple)):
+            raise cfg.ConfigError(f"{key} = {value} is a list; trace follows one path, so give one value")
+    count = cfg._as_int("checkpoints", raw.pop("checkpoints"))
+    k_min = cfg._as_int("k_min", raw.pop("k_min"))
+    cfg._check_range("checkpoints", count, count >= 2, "[2, inf)")
+    config = cfg.resolve({**raw, "reps": 1}, where)
+    setting = config.settings[0]
+    from .models import MODELS
+
+    # the trace kernel is the scalar kernel with checkpoints, for one observation a step
+    if MODELS[setting.model].dim != 1:
+        raise cfg.ConfigError(f"model = {setting.model!r} has {MODELS[setting.model].dim} coordinates; "
+                              f"trace draws scalar models: {', '.join(k for k, m in MODELS.items() if m.dim == 1)}")
+    cfg._check_range("batch_size", setting.batch_size, setting.batch_size == 1, "{1} (trace draws plain LDP-SGD)")
+    cfg._check_range("k_min", k_min, 2 <= k_min < setting.n, f"[2, n) = [2, {setting.n})")
+    values = {k: v for k, v in config.values.items() if k != "reps"}
+    values.update(checkpoints=count, k_min=k_min)
+    return TraceConfig(setting, config.seed, config.methods, count, k_min, values)
+
+
+def load_trace(path: str | Path | None = None, overrides: dict | None = None) -> TraceConfig:
+    """Load a trace config file, apply command-line overrides (which win) and validate."""
+    mapping = cfg.load_yaml(path) if path is not None else {}
+    where = f"config file {str(path)!r}" if path is not None else "config"
+    mapping.update(overrides or {})
+    return resolve_trace(mapping, where)
+
+
+# ---------------------------------------------------------------------------
+# layout of the checkpoints
+
+
+def checkpoint_grid(n: int, count: int, k_min: int) -> np.ndarray:
+    """About ``count`` log-spaced integer checkpoints from ``k_min`` to ``n`` (both included).
+
+    Rounding makes repeats at small ``k``; they are dropped, so fewer than
+    ``count`` may remain.
+
+    Returns
+    -------
+    numpy.ndarray
+        Strictly increasing ``int64`` array, first ``k_min``, last ``n``.
+    """
+    grid = np.unique(np.rint(np.geomspace(k_min, n, count)).astype(np.int64))
+    grid[0], grid[-1] = k_min, n  # geomspace's ends are not exact in floating point
+    return np.unique(grid)
+
+
+@dataclass(frozen=True)
+class TraceLayout:
+    """Where every checkpoint's blocks and batches end.
+
+    Attributes
+    ----------
+    checkpoints : numpy.ndarray
+        ``k_1 < ... < k_C``, ``int64``.
+    layouts : tuple of StreamLayout
+        The layout of each checkpoint, as :func:`ldpsim.recursion.run_path`
+        would use for a path of ``k`` steps; a method a checkpoint is too short
+        for (fewer than two blocks or batches) is switched off in its layout.
+    ends : numpy.ndarray
+        All streams' ends, flat: stream ``2q`` holds checkpoint ``q``'s block
+        ends ``l, 2l, ..., m l``, stream ``2q + 1`` its batch ends.
+    offsets : numpy.ndarray
+        Stream ``r`` owns ``ends[offsets[r]:offsets[r + 1]]``, shape ``(2C + 1,)``.
+    """
+
+    checkpoints: np.ndarray
+    layouts: tuple[StreamLayout, ...]
+    ends: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def build(cls, checkpoints, beta: float, gamma: float, blocks: bool = True, batches: bool = True):
+        """Layouts of ``checkpoints`` for block exponent ``beta`` and step exponent ``gamma``."""
+        layouts, streams = [], []
+        for k in np.asarray(checkpoints, dtype=np.int64):
+            layout = StreamLayout.build(int(k), beta, gamma, blocks=blocks, batches=batches)
+            bb, bm = layout.enough_blocks, layout.enough_batches
+            if (blocks and not bb) or (batches and not bm):
+                layout = StreamLayout.build(int(k), beta, gamma, blocks=blocks and bb, batches=batches and bm)
+            layouts.append(layout)
+            streams.append(layout.block_len * np.arange(1, layout.n_blocks + 1, dtype=np.int64))
+            streams.append(layout.batch_ends.astype(np.int64))
+        offsets = np.zeros(len(streams) + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([len(s) for s in streams])
+        ends = np.concatenate(streams) if streams else np.zeros(0, dtype=np.int64)
+        return cls(np.asarray(checkpoints, dtype=np.int64), tuple(layouts), ends, offsets)
+
+    @property
+    def size(self) -> int:
+        """Entries of the flat sum buffer (what memory the trace adds grows with)."""
+        return int(self.ends.shape[0])
+
+
+# ---------------------------------------------------------------------------
+# the kernel
+
+
+@jit
+def _trace_path(params, gen, n, c, gamma, theta0, checkpoints, ends, offsets, sums, acc, cursor,
+                theta_bar, sn_v):
+    # Streams r = 2q, 2q + 1 belong to checkpoint q. Between two consecutive
+    # ends of any stream (an "event"), the iterates fall in one block or batch
+    # of every stream, so they are summed once, into ``seg``, and ``seg`` is
+    # added to every open stream at the event: a step costs one addition, not
+    # one per checkpoint. The last checkpoint's two streams instead add every
+    # iterate, as run_path does, so its sums equal run_path's bit for bit.
+    # Streams of passed checkpoints have written all their sums (every end is
+    # <= k_q) and are skipped.
+    n_ck = checkpoints.shape[0]
+    n_streams = acc.shape[0]
+    last = n_streams - _STREAMS
+    next_event = n + 1  # the smallest end still due, over all streams
+    for r in range(n_streams):
+        acc[r] = 0.0
+        cursor[r] = offsets[r]
+        if offsets[r] < offsets[r + 1] and ends[offsets[r]] < next_event:
+            next_event = ends[offsets[r]]
+    seg = 0.0
+    first = 0
+    next_ck = checkpoints[0]
+    theta = theta0
+    ref = theta0
+    s = 0.0
+    a = 0.0
+    t = 0.0
+    pow2 = 1
+    ratio = step_ratio_coefficients(gamma)
+    eta = c
+    for i in range(1, n + 1):
+        fi = float(i)
+        eta = step_size(i, pow2, eta, c, gamma, ratio)
+        theta -= eta * privatized_gradient(params, theta, gen)
+        s, a, t = sn_add(s, a, t, theta, ref, fi)
+        seg += theta
+        acc[last] += theta
+        acc[last + 1] += theta
+        if i == next_event:
+            next_event = n + 1
+            for r in range(_STREAMS * first, n_streams):
+                if r < last:
+                    acc[r] += seg
+                p = cursor[r]
+                stop = offsets[r + 1]
+                if p < stop and ends[p] == i:
+                    sums[p] = acc[r]
+                    acc[r] = 0.0
+                    p += 1
+                    cursor[r] = p
+                if p < stop and ends[p] < next_event:
+                    next_event = ends[p]
+            seg = 0.0
+        if i == pow2:
+            s, a, t, ref = sn_recentre(s, a, t, ref, fi)
+            pow2 *= 2
+            if not np.isfinite(a):  # diverged: stop; later checkpoints stay NaN
+                return i
+        if i == next_ck:
+            tb, v = sn_read(s, a, t, ref, fi)
+            theta_bar[first] = tb
+            sn_v[first] = v
+            first += 1
+            next_ck = checkpoints[first] if first < n_ck else n + 1
+    return n
+
+
+@dataclass
+class Trace:
+    """The recorded state of one path at every checkpoint.
+
+    Attributes
+    ----------
+    layout : TraceLayout
+        Checkpoints and their block and batch ends.
+    theta_bar, sn_v : numpy.ndarray
+        ``theta_bar_k`` and ``V_k`` per checkpoint, shape ``(C,)`` (NaN past a divergence).
+    sums : numpy.ndarray
+        Block and batch sums, flat as ``layout.ends``.
+    steps : int
+        Steps completed: ``n``, or fewer if the path diverged.
+    """
+
+    layout: TraceLayout
+    theta_bar: np.ndarray
+    sn_v: np.ndarray
+    sums: np.ndarray
+    steps: int
+
+    def state(self, q: int) -> PathState:
+        """The :class:`PathState` of a path that ended at checkpoint ``q``."""
+        o = self.layout.offsets
+        return PathState(
+            theta_bar=self.theta_bar[q : q + 1].copy(),
+            sn_v=self.sn_v[q : q + 1].copy(),
+            blocks=self.sums[o[2 * q] : o[2 * q + 1], None].copy(),
+            batches=self.sums[o[2 * q + 1] : o[2 * q + 2], None].copy(),
+            steps=min(self.steps, int(self.layout.checkpoints[q])),
+        )
+
+
+def run_trace(model, gen: np.random.Generator, c: float, gamma: float, theta0: float,
+              layout: TraceLayout) -> Trace:
+    """Run one path to ``layout.checkpoints[-1]`` steps, recording every checkpoint's state.
+
+    Parameters
+    ----------
+    model : ldpsim.models.Model
+        A scalar model.
+    gen : numpy.random.Generator
+        The path's generator; the kernel advances it exactly as
+        :func:`ldpsim.recursion.run_path` would for the same ``n``.
+    c, gamma : float
+        Step size ``eta_i = c i^-gamma``.
+    theta0 : float
+        Starting value.
+    layout : TraceLayout
+        Checkpoints and their ends.
+
+    Returns
+    -------
+    Trace
+    """
+    if model.dim != 1:
+        raise NotImplementedError(f"model {model.name!r} has dim {model.dim}; only scalar models are traced")
+    ks = layout.checkpoints
+    if ks.ndim != 1 or ks.shape[0] == 0 or ks[0] < 1 or (np.diff(ks) <= 0).any():
+        raise ValueError("checkpoints must be a non-empty, strictly increasing array of positive integers")
+    for r in range(len(layout.offsets) - 1):
+        # an end that is never reached, or reached twice, would stall every stream behind it
+        own = layout.ends[layout.offsets[r] : layout.offsets[r + 1]]
+        k = ks[r // _STREAMS]
+        if own.size and (own[0] < 1 or own[-1] > k or (np.diff(own) <= 0).any()):
+            raise ValueError(f"stream {r} of checkpoint k = {k} has ends outside 1..k or not increasing")
+    n = int(ks[-1])
+    n_streams = _STREAMS * ks.shape[0]
+    sums = np.full(layout.size, np.nan)
+    theta_bar = np.full(ks.shape[0], np.nan)
+    sn_v = np.full(ks.shape[0], np.nan)
+    steps = _trace_path(
+        model.kernel_params(), gen, n, float(c), float(gamma), float(theta0), ks, layout.ends,
+        layout.offsets, sums, np.zeros(n_streams), np.zeros(n_streams, dtype=np.int64), theta_bar, sn_v,
+    )
+    return Trace(layout, theta_bar, sn_v, sums, int(steps))
+
+
+# ---------------------------------------------------------------------------
+# intervals
+
+
+def trace_intervals(trace: Trace, setting, methods, gen: np.random.Generator, sigma=None) -> np.ndarray:
+    """Each method's interval at each checkpoint, from the functions of :mod:`ldpsim.inference`.
+
+    The block bootstrap draws its multipliers from ``gen`` (after the path),
+    last checkpoint first: then the last checkpoint draws what replication 0
+    of ``run`` draws, and its row equals that replication's intervals.
+
+    Parameters
+    ----------
+    trace : Trace
+    setting : ldpsim.config.Setting
+        Supplies ``B``, ``multiplier`` and ``level``.
+    methods : sequence of str
+    gen : numpy.random.Generator
+    sigma : numpy.ndarray, optional
+        The model's asymptotic covariance (needed for ``oracle``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(C, len(methods), 2)`` lower and upper ends; NaN where a checkpoint
+        is too short for a method (fewer than two blocks or batches) or past a
+        divergence.
+    """
+    ks = trace.layout.checkpoints
+    bounds = np.full((ks.shape[0], len(methods), 2), np.nan)
+    for q in range(ks.shape[0] - 1, -1, -1):
+        state, layout = trace.state(q), trace.layout.layouts[q]
+        if not state.finite(int(ks[q])):
+            continue
+        # a checkpoint too short for two blocks (batches) has no BB (BM) interval
+        short = {"BB", "BBjoint"} if not layout.enough_blocks else set()
+        short |= {"BM"} if not layout.enough_batches else set()
+        usable = [j for j, method in enumerate(methods) if method not in short]
+        bounds[q, usable] = inference.intervals(
+            [methods[j] for j in usable], state, layout, gen, n_boot=setting.B, law=setting.multiplier,
+            level=setting.level, sigma=sigma)[:, 0]
+    return bounds
+
+
+@dataclass
+class TraceResult:
+    """A finished trace: checkpoints, estimates, intervals and what produced them.
+
+    Attributes
+    ----------
+    config : TraceConfig
+    trace : Trace
+        The recorded states.
+    bounds : numpy.ndarray
+        ``(C, n_methods, 2)`` interval ends (see :func:`trace_intervals`).
+    theta_star : float
+        True parameter.
+    seconds_path, seconds_intervals : float
+        Wall times of the path (including loading or compiling the kernel)
+        and of the intervals.
+    """
+
+    config: TraceConfig
+    trace: Trace
+    bounds: np.ndarray
+    theta_star: float
+    seconds_path: float
+    seconds_intervals: float
+
+    @property
+    def checkpoints(self) -> np.ndarray:
+        return self.trace.layout.checkpoints
+
+
+def compute_trace(config: TraceConfig) -> TraceResult:
+    """Run the trace of ``config``: the path, then every checkpoint's intervals.
+
+    The path draws from replication 0's generator of ``run``
+    (``replication_generator(seed, setting.seed_key, 0)``), so the last
+    checkpoint is replication 0 of ``python -m ldpsim run`` with the same keys.
+    """
+    s = config.setting
+    model = build_model(s)
+    grid = checkpoint_grid(s.n, config.checkpoints, config.k_min)
+    split = round(PANEL_SPLIT * s.n)
+    if config.k_min < split < s.n:  # the figure's panels meet at a checkpoint
+        grid = np.union1d(grid, [split])
+    layout = TraceLayout.build(grid, s.beta, s.gamma, blocks="BB" in config.methods, batches="BM" in config.methods)
+    gen = replication_generator(config.seed, s.seed_key, 0)
+    tic = time.perf_counter()
+    trace = run_trace(model, gen, s.c, s.gamma, s.theta0, layout)
+    toc = time.perf_counter()
+    bounds = trace_intervals(trace, s, config.methods, gen, sigma=model.sigma())
+    return TraceResult(config, trace, bounds, float(model.theta_star()[0]), toc - tic, time.perf_counter() - toc)
+
+
+# ---------------------------------------------------------------------------
+# outputs
+
+
+def write_trace_csv(result: TraceResult, path: Path) -> None:
+    """One row per checkpoint: ``checkpoint, block_len, n_blocks, theta_bar, <method>_lower, <method>_upper``.
+
+    ``block_len`` and ``n_blocks`` are ``l_k = floor(k^beta)`` and ``m_k = floor(k / l_k)``.
+    Floats are written as ``repr``; NaN marks a method a checkpoint is too
+    short for (BB with ``m_k < 2``, BM with fewer than two batches after burn-in).
+    """
+    methods = result.config.methods
+    header = ["checkpoint", "block_len", "n_blocks", "theta_bar"]
+    header += [f"{m}_{side}" for m in methods for side in ("lower", "upper")]
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        for q, k in enumerate(result.checkpoints):
+            block_len = floor_power(int(k), result.config.setting.beta)  # also where BB is off (m < 2)
+            row = [int(k), block_len, int(k) // block_len, repr(float(result.trace.theta_bar[q]))]
+            row += [repr(float(v)) for v in result.bounds[q].ravel()]
+            writer.writerow(row)
+
+
+def figure_class():
+    """matplotlib's ``Figure`` (no pyplot, no global backend); :class:`MissingExtra` if not installed."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise MissingExtra("figure1.png needs matplotlib: pip install 'ldpsim[plot]'") from None
+    return Figure
+
+
+#: Line style of each method in the figure.
+_STYLE = {
+    "BB": {"color": "tab:red", "linestyle": "-"},
+    "BM": {"color": "tab:blue", "linestyle": "--"},
+    "SN": {"color": "tab:green", "linestyle": ":"},
+    "oracle": {"color": "tab:gray", "linestyle": "-."},
+}
+
+
+def plot_trace(result: TraceResult, path: Path) -> None:
+    """Draw Figure 1 of 000: two panels, ``k <= n/5`` (log axis) and ``k >= n/5``.
+
+    Each panel shows ``theta_bar_k`` (av. SGD), the lower and upper bounds of
+    every method and the true parameter as a horizontal line.
+    """
+    Figure = figure_class()
+    s = result.config.setting
+    ks = result.checkpoints.astype(float)
+    split = PANEL_SPLIT * s.n
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    axes = fig.subplots(1, 2)
+    for ax, keep, log in ((axes[0], ks <= split, True), (axes[1], ks >= split, False)):
+        x = ks[keep]
+        ax.axhline(result.theta_star, color="black", linewidth=0.8, alpha=0.5,
+                   label=f"true value ({result.theta_star:.3g})")
+        ax.plot(x, result.trace.theta_bar[keep], color="black", linewidth=1.2, label="av. SGD")
+        for j, method in enumerate(result.config.methods):
+            style = _STYLE[method]
+            ax.plot(x, result.bounds[keep, j, 0], linewidth=1.1, label=method, **style)
+            ax.plot(x, result.bounds[keep, j, 1], linewidth=1.1, **style)
+        if log:
+            ax.set_xscale("log")
+        if x.size:
+            ax.set_xlim(x[0], x[-1])
+            ax.set_ylim(*_y_limits(result, keep, ks))
+            ax.set_title(f"n = {int(x[0])} - {int(x[-1])}")
+        ax.set_xlabel("n (observations so far)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"tau = {s.tau} quantile")
+    axes[0].legend(loc="upper right", fontsize=8)
+    fig.suptitle(f"LDP-SGD, {int(round(s.level * 100))}% intervals along one path: epsilon = {s.epsilon}, "
+                 f"eta_i = {s.c:g} i^-{s.gamma}, beta = {s.beta}, B = {s.B}, {s.multiplier} multipliers",
+                 fontsize=9)
+    fig.savefig(path, dpi=130)
+
+
+def _y_limits(result: TraceResult, keep: np.ndarray, ks: np.ndarray) -> tuple[float, float]:
+    # The first few checkpoints have intervals far wider than the rest; frame
+    # the panel on its later 95% of checkpoints (in log k) so the bands are visible.
+    x = ks[keep]
+    late = keep & (ks >= x[0] * (x[-1] / x[0]) ** 0.05)
+    values = np.concatenate([result.bounds[late].ravel(), result.trace.theta_bar[late], [result.theta_star]])
+    values = values[np.isfinite(values)]
+    lo, hi = float(values.min()), float(values.max())
+    pad = 0.05 * (hi - lo) if hi > lo else 1.0
+    return lo - pad, hi + pad
+
+
+def _meta(result: TraceResult, command) -> dict:
+    from .experiment import _git_commit, _machine, _versions
+
+    return {
+        "name": "trace",
+        "config": result.config.values,
+        "root_seed": result.config.seed,
+        "replication": 0,
+        "theta_star": result.theta_star,
+        "checkpoints": len(result.checkpoints),
+        "stream_entries": result.trace.layout.size,
+        "steps": result.trace.steps,
+        "path_s": round(result.seconds_path, 3),  # includes loading (or compiling) the kernel
+        "intervals_s": round(result.seconds_intervals, 3),
+        "written_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": command or sys.argv,
+        "versions": _versions(),
+        "git_commit": _git_commit(),
+        "machine": _machine(),
+    }
+
+
+def write_trace(result: TraceResult, out: Path, command=None) -> None:
+    """Write ``trace.csv``, ``figure1.png`` and ``meta.json`` into ``out``."""
+    figure_class()  # fail before writing anything if matplotlib is missing
+    out.mkdir(parents=True, exist_ok=True)
+    write_trace_csv(result, out / "trace.csv")
+    plot_trace(result, out / "figure1.png")
+    meta = _meta(result, command)
+    (out / "meta.json").write_text(json.dumps(meta, indent=2, allow_nan=True) + "\n")
+
