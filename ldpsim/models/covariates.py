@@ -16,6 +16,7 @@ import numpy as np
 from scipy import special, stats
 
 from .._dispatch import by_record
+from .._jit import jit
 
 
 class TruncatedNormalBox(NamedTuple):
@@ -50,6 +51,24 @@ def _draw_uniform(law, gen, x):
     x[0] = 1.0
     for j in range(1, x.shape[0]):
         x[j] = law.bound * (2.0 * gen.random() - 1.0)
+
+
+@jit(inline=True)  # inlined like the gradients that call it: no array refcounts per call
+def predictors(x, theta, coef):
+    """``(X^T theta, X^T coef)``: the fit at ``theta`` and the true linear predictor."""
+    fit = 0.0
+    mean = 0.0
+    for j in range(x.shape[0]):
+        fit += x[j] * theta[j]
+        mean += x[j] * coef[j]
+    return fit, mean
+
+
+@jit(inline=True)
+def add_scaled(out, w, x):
+    """``out += w x``: a gradient of the form (scalar residual) times the covariates."""
+    for j in range(x.shape[0]):
+        out[j] += w * x[j]
 
 
 class CovariateLaw:

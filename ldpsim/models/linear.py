@@ -15,7 +15,7 @@ import numpy as np
 
 from ..mechanisms import add_noise
 from .base import add_privatized_gradient
-from .covariates import draw_covariates
+from .covariates import add_scaled, draw_covariates, predictors
 from .regression import RegressionModel, normal_clipped_moments
 
 
@@ -34,14 +34,9 @@ def linear_gradient(params, theta, gen, out):
     """Draw ``(X, y)``, add ``clip(X^T theta - y) X`` plus the mechanism's noise to ``out``."""
     x = params.x
     draw_covariates(params.covariates, gen, x)
-    fit = 0.0
-    mean = 0.0
-    for j in range(x.shape[0]):
-        fit += x[j] * theta[j]
-        mean += x[j] * params.coef[j]
+    fit, mean = predictors(x, theta, params.coef)
     r = min(max(fit - mean - gen.standard_normal(), -params.clip), params.clip)
-    for j in range(x.shape[0]):
-        out[j] += r * x[j]
+    add_scaled(out, r, x)
     add_noise(params.noise, gen, out)
 
 

@@ -17,7 +17,7 @@ from scipy import special
 
 from ..mechanisms import add_noise
 from .base import add_privatized_gradient
-from .covariates import draw_covariates
+from .covariates import add_scaled, draw_covariates, predictors
 from .regression import RegressionModel
 
 
@@ -35,15 +35,10 @@ def logistic_gradient(params, theta, gen, out):
     """Draw ``(X, y)``, add ``(s(X^T theta) - y) X`` plus the mechanism's noise to ``out``."""
     x = params.x
     draw_covariates(params.covariates, gen, x)
-    fit = 0.0
-    mean = 0.0
-    for j in range(x.shape[0]):
-        fit += x[j] * theta[j]
-        mean += x[j] * params.coef[j]
+    fit, mean = predictors(x, theta, params.coef)
     y = 1.0 if gen.random() * (1.0 + math.exp(-mean)) < 1.0 else 0.0  # u < s(mean), without a division
     w = 1.0 / (1.0 + math.exp(-fit)) - y
-    for j in range(x.shape[0]):
-        out[j] += w * x[j]
+    add_scaled(out, w, x)
     add_noise(params.noise, gen, out)
 
 

@@ -15,7 +15,7 @@ from scipy import stats
 
 from ..mechanisms import add_noise
 from .base import add_privatized_gradient
-from .covariates import draw_covariates
+from .covariates import add_scaled, draw_covariates, predictors
 from .regression import RegressionModel
 
 
@@ -34,14 +34,9 @@ def quantile_regression_gradient(params, theta, gen, out):
     """Draw ``(X, y)``, add ``(1{y <= X^T theta} - tau) X`` plus the mechanism's noise to ``out``."""
     x = params.x
     draw_covariates(params.covariates, gen, x)
-    fit = 0.0
-    mean = 0.0
-    for j in range(x.shape[0]):
-        fit += x[j] * theta[j]
-        mean += x[j] * params.coef[j]
+    fit, mean = predictors(x, theta, params.coef)
     w = (1.0 if mean + gen.standard_normal() <= fit else 0.0) - params.tau
-    for j in range(x.shape[0]):
-        out[j] += w * x[j]
+    add_scaled(out, w, x)
     add_noise(params.noise, gen, out)
 
 
