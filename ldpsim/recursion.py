@@ -162,15 +162,17 @@ def _vector_path(params, gen, n, batch_size, c, gamma, theta, grad, ref, s, a, t
     ratio = step_ratio_coefficients(gamma)
     inv_s = 1.0 / batch_size
     eta = c
+    for q in range(d):
+        grad[q] = 0.0
     for i in range(1, n + 1):
         fi = float(i)
         eta = step_size(i, pow2, eta, c, gamma, ratio)
         w = eta * inv_s
-        grad[:] = 0.0
         for _ in range(batch_size):
             add_privatized_gradient(params, theta, gen, grad)
         for q in range(d):
             x = theta[q] - w * grad[q]
+            grad[q] = 0.0  # zeroed for the next step here: ``grad[:] = 0.0`` was a memset call per step
             theta[q] = x
             s[q], a[q], t[q] = sn_add(s[q], a[q], t[q], x, ref[q], fi)
             block[q] += x

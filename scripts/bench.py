@@ -10,11 +10,17 @@ Prints, from one process, medians over ``--repeats`` repetitions of
    replications, in ns per replication-step, with a statistical sanity check
    against the kernel;
 4. the peak RSS of fresh processes running one path of 1e5 and 1e7 steps
-   (the kernel allocates nothing of size n, so the two should agree).
+   (the kernel allocates nothing of size n, so the two should agree);
+5. the quantile-regression kernel (``_vector_path`` through ``run_path``,
+   d = 4, tau = 0.5, epsilon = 1, truncated-normal covariates, Laplace
+   noise) against its own RNG floor: per step 3 truncated normals by the
+   same rejection from N(0, 1), the response's normal and 4 Laplace draws
+   (8 standard exponentials), in the kernel's order. A sanity line checks
+   that floor and kernel leave the generator in the same state.
 
 Usage
 -----
-``python scripts/bench.py [--n 1e7] [--repeats 5] [--reps-vec 500]
+``python scripts/bench.py [--n 1e7] [--n-qr 2e6] [--repeats 5] [--reps-vec 500]
 [--n-vec 2e4] [--json PATH]``. Timings are reported, never asserted.
 """
 
@@ -32,7 +38,7 @@ import numpy as np
 
 from ldpsim._jit import jit  # imports ldpsim first: fixes numba's cache directory
 from ldpsim import rng as ldpsim_rng
-from ldpsim.models import QuantileModel
+from ldpsim.models import QuantileModel, QuantileRegressionModel
 from ldpsim.recursion import run_path
 from ldpsim.streaming import StreamLayout
 
@@ -54,6 +60,61 @@ def rng_floor(gen, n):
         s += gen.standard_normal()
         s += gen.random()
     return s
+
+
+@jit
+def qr_rng_floor(gen, n, d, bound):
+    """Draw what the quantile-regression kernel draws per step, in its order, nothing else.
+
+    ``d - 1`` covariates N(0, 1) truncated to ``[-bound, bound]`` by rejection
+    (``_draw_truncated_normal``), the response's normal, then one Laplace
+    per coordinate as the difference of two standard exponentials
+    (``mechanisms.laplace``); all summed so that no draw is optimised away.
+    """
+    s = 0.0
+    for _ in range(n):
+        for _ in range(d - 1):
+            z = gen.standard_normal()
+            while abs(z) > bound:
+                z = gen.standard_normal()
+            s += z
+        s += gen.standard_normal()
+        for _ in range(d):
+            s += gen.standard_exponential()
+            s -= gen.standard_exponential()
+    return s
+
+
+def qr_model():
+    """The benchmarked quantile-regression model (000, Table 2 setting)."""
+    return QuantileRegressionModel(TAU, epsilon=EPSILON, covariates="truncnorm", mechanism="laplace")
+
+
+def run_qr_floor(n, seed):
+    """:func:`qr_rng_floor` for :func:`qr_model` on a fresh generator; returns the generator."""
+    model = qr_model()
+    gen = make_gen(seed)
+    qr_rng_floor(gen, n, model.dim, model.covariates.bound)
+    return gen
+
+
+def run_qr_kernel(n, seed, gen=None):
+    """One quantile-regression kernel path of ``n`` steps; returns its :class:`PathState`."""
+    layout = StreamLayout.build(n, BETA, GAMMA)
+    gen = make_gen(seed) if gen is None else gen
+    return run_path(qr_model(), gen, n, C, GAMMA, THETA0, layout)
+
+
+def qr_sanity(n, seed):
+    """Print whether kernel and floor consume the generator alike (same next ``random()`` after ``n`` steps)."""
+    gen = make_gen(seed)
+    st = run_qr_kernel(n, seed, gen)
+    after_kernel = gen.random()
+    after_floor = run_qr_floor(n, seed).random()
+    same = after_kernel == after_floor and st.steps == n
+    print(f"QR floor consumes the generator like the kernel (n={n}): {'yes' if same else 'NO'} "
+          f"(next random {after_kernel:.17f} vs {after_floor:.17f})")
+    return same
 
 
 def run_kernel(n, seed):
@@ -178,6 +239,7 @@ def main(argv=None):
     global BIT_GENERATOR
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=float, default=1e7, help="kernel steps per timing")
+    parser.add_argument("--n-qr", type=float, default=2e6, help="quantile-regression kernel steps per timing")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--reps-vec", type=int, default=500, help="replications R of the numpy version")
     parser.add_argument("--n-vec", type=float, default=2e4, help="steps of the numpy version")
@@ -189,21 +251,27 @@ def main(argv=None):
     BIT_GENERATOR = getattr(np.random, args.bit_generator)
     if args.memory_child is not None:
         return memory_child(args.memory_child)
-    n, n_vec, reps = int(args.n), int(args.n_vec), args.reps_vec
+    n, n_vec, reps, n_qr = int(args.n), int(args.n_vec), args.reps_vec, int(args.n_qr)
 
     # warm-up: compile (or load from cache) before anything is timed
     run_kernel(1000, 0)
     rng_floor(make_gen(0), 1000)
     numpy_paths(2 * 1024, reps, 0)
+    run_qr_kernel(1000, 0)
+    run_qr_floor(1000, 0)
     sanity(n_vec, reps, 12345)
+    qr_same = qr_sanity(10**4 + 17, 4321)
 
-    kern, floor, nump = [], [], []
-    for rep in range(args.repeats):  # interleaved: load drift hits all three alike
+    kern, floor, nump, qr_kern, qr_floor = [], [], [], [], []
+    for rep in range(args.repeats):  # interleaved: load drift hits all alike
         kern.append(timed(run_kernel, n, 100 + rep) / n * 1e9)
         floor.append(timed(rng_floor, make_gen(200 + rep), n) / n * 1e9)
         nump.append(timed(numpy_paths, n_vec, reps, 300 + rep) / (n_vec * reps) * 1e9)
+        qr_kern.append(timed(run_qr_kernel, n_qr, 400 + rep) / n_qr * 1e9)
+        qr_floor.append(timed(run_qr_floor, n_qr, 500 + rep) / n_qr * 1e9)
         print(f"repeat {rep + 1}/{args.repeats}: kernel {kern[-1]:.1f}, floor {floor[-1]:.1f}, "
-              f"numpy {nump[-1]:.1f} ns/step", flush=True)
+              f"numpy {nump[-1]:.1f}, QR kernel {qr_kern[-1]:.1f}, QR floor {qr_floor[-1]:.1f} ns/step",
+              flush=True)
     med = statistics.median
     res = {
         "n": n, "n_vec": n_vec, "reps_vec": reps, "repeats": args.repeats,
@@ -213,6 +281,12 @@ def main(argv=None):
         "numpy_ns_per_replication_step": med(nump),
         "numpy_over_kernel": med(p / k for p, k in zip(nump, kern)),
         "kernel_ns_all": kern, "floor_ns_all": floor, "numpy_ns_all": nump,
+        "n_qr": n_qr,
+        "qr_kernel_ns_per_step": med(qr_kern),
+        "qr_floor_ns_per_step": med(qr_floor),
+        "qr_kernel_over_floor": med(k / f for k, f in zip(qr_kern, qr_floor)),
+        "qr_floor_consumes_like_kernel": qr_same,
+        "qr_kernel_ns_all": qr_kern, "qr_floor_ns_all": qr_floor,
     }
     res["peak_rss_mib_1e5"] = peak_rss_mib(10**5)
     res["peak_rss_mib_1e7"] = peak_rss_mib(10**7)
@@ -226,6 +300,8 @@ def main(argv=None):
     print(f"kernel / floor  {res['kernel_over_floor']:7.2f}   (target <= 1.5)")
     print(f"numpy (R={reps}) {res['numpy_ns_per_replication_step']:7.1f} ns/replication-step")
     print(f"numpy / kernel  {res['numpy_over_kernel']:7.2f}   (target >= 2.5)")
+    print(f"QR kernel {res['qr_kernel_ns_per_step']:.1f} ns/step, QR RNG floor "
+          f"{res['qr_floor_ns_per_step']:.1f} ns/step, ratio {res['qr_kernel_over_floor']:.2f} (target <= 1.5)")
     print(f"peak RSS n=1e5 {res['peak_rss_mib_1e5']:.1f} MiB, n=1e7 {res['peak_rss_mib_1e7']:.1f} MiB, "
           f"ratio {res['peak_rss_ratio']:.3f} (target <= 1.10)")
     if args.json:
