@@ -54,9 +54,12 @@ def is_sweep(rows: list[dict]) -> bool:
 
 
 def _fmt_value(key: str, value) -> str:
+    """``n1000000``, ``tau0.5``: integers in full, other numbers as ``%g``."""
     if isinstance(value, float) and value.is_integer() and key not in ("tau", "gamma", "beta", "level"):
         value = int(value)
-    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _groups(rows: list[dict]) -> dict[tuple, list[dict]]:
