@@ -1,4 +1,4 @@
-"""Command line: ``python -m ldpsim {run,table,compare,trace} ...``.
+"""Command line: ``python -m ldpsim {run,table,compare,trace,check} ...``.
 
 ``run`` flags are the config keys: ``--reps``, ``--n`` and ``--seed`` directly,
 every key through ``--set KEY=VALUE``; command-line values win over the file.
@@ -53,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     trace.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="set any trace config key (one value each: a trace is one path)")
     trace.add_argument("--out", type=Path, help="output directory (default: results/<config name>)")
+
+    check = sub.add_parser("check", help="which assumptions of Theorem 3.2 each setting meets (exit 1 if one fails)")
+    check.add_argument("config", help="YAML config file")
+    check.add_argument("--n", nargs="+", metavar="N", help="sample sizes (e.g. 1e6 1e7)")
+    check.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="set any config key, as for run")
     return parser
 
 
@@ -61,7 +67,7 @@ def _overrides(args) -> dict:
 
     overrides = dict(parse_assignment(item) for item in args.set)
     for key in ("reps", "seed"):
-        if getattr(args, key) is not None:
+        if getattr(args, key, None) is not None:
             overrides[key] = getattr(args, key)
     if args.n is not None:
         overrides["n"] = args.n if len(args.n) > 1 else args.n[0]
@@ -83,7 +89,9 @@ def _run(args) -> int:
     if failed:
         print(f"{PROG}: {failed} replication(s) diverged or gave non-finite intervals; "
               "they are excluded and counted in n_failed", file=sys.stderr)
-    print(f"{PROG}: wrote {out / 'summary.csv'}, table.md, table.tex, meta.json", file=sys.stderr)
+    maps = json.loads((out / "meta.json").read_text()).get("heatmaps") or []
+    extra = f", {len(maps)} heat maps" if maps else ""
+    print(f"{PROG}: wrote {out / 'summary.csv'}, table.md, table.tex, meta.json{extra}", file=sys.stderr)
     return 0
 
 
@@ -144,6 +152,19 @@ def _trace(args) -> int:
     return 0
 
 
+def _check(args) -> int:
+    """Exit status 0 if every assumption holds in every setting, 1 if one fails (2 on bad input)."""
+    from . import config as cfg
+    from .checks import check_config, render
+
+    with warnings.catch_warnings():  # the table reports what the warnings would say
+        warnings.simplefilter("ignore", ConfigWarning)
+        config = cfg.load(args.config, _overrides(args))
+    checks = check_config(config)
+    print(render(checks))
+    return 0 if all(c.holds for c in checks) else 1
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     if issubclass(category, ConfigWarning):
         print(f"{PROG}: warning: {message}", file=sys.stderr)
@@ -156,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     warnings.showwarning = _show_warning
     try:
-        return {"run": _run, "table": _table, "compare": _compare, "trace": _trace}[args.command](args)
+        return {"run": _run, "table": _table, "compare": _compare, "trace": _trace, "check": _check}[args.command](args)
     except ConfigError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

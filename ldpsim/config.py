@@ -258,17 +258,50 @@ def _validate_setting(s: Setting, methods) -> None:
         raise ConfigError(f"n = {s.n} is too small for two batch-means batches with gamma = {s.gamma}; raise n")
 
 
-def _warnings_for(s: Setting, methods) -> list[str]:
+#: Per kind of warning: what the condition is called when it holds in several
+#: settings (one line names them all), and why it matters.
+_WARNING_KINDS = {
+    "gamma_low": ("gamma <= 1/2", "the average of the iterates has no central limit theorem"),
+    "gamma_high": ("gamma >= 1", "the theory needs gamma in (1/2, 1)"),
+    "beta": ("beta <= gamma", "Theorem 3.2 (block bootstrap) needs gamma < beta"),
+    "gaussian": ("multiplier = 'gaussian'", "unbounded; Theorem 3.2 asks bounded multipliers"),
+}
+
+
+def _warnings_for(s: Setting, methods) -> list[tuple[str, str]]:
+    """The (kind, message) pairs of one setting outside the theory; kinds as in :data:`_WARNING_KINDS`."""
     out = []
     if s.gamma <= 0.5:
-        out.append(f"gamma = {s.gamma} <= 1/2: the average of the iterates has no central limit theorem")
+        out.append(("gamma_low", f"gamma = {s.gamma} <= 1/2: the average of the iterates has no central limit theorem"))
     elif s.gamma >= 1.0:
-        out.append(f"gamma = {s.gamma}: the theory needs gamma in (1/2, 1)")
+        out.append(("gamma_high", f"gamma = {s.gamma}: the theory needs gamma in (1/2, 1)"))
     if "BB" in methods and s.beta <= s.gamma:
-        out.append(f"beta = {s.beta} <= gamma = {s.gamma}: Theorem 3.2 (block bootstrap) needs gamma < beta")
+        out.append(("beta", f"beta = {s.beta} <= gamma = {s.gamma}: Theorem 3.2 (block bootstrap) needs gamma < beta"))
     if "BB" in methods and s.multiplier == "gaussian":
-        out.append("multiplier = 'gaussian' is unbounded; Theorem 3.2 asks bounded multipliers")
+        out.append(("gaussian", "multiplier = 'gaussian' is unbounded; Theorem 3.2 asks bounded multipliers"))
     return out
+
+
+def _warn_outside_theory(settings, methods) -> None:
+    """One :class:`ConfigWarning` per kind of condition, however many settings meet it.
+
+    A kind met with one message (one offending value) warns with that
+    message; a sweep that crosses a boundary on purpose (``beta <= gamma`` in
+    10 of 50 cells) gets one line counting the settings and naming the first.
+    """
+    found: dict[str, list[str]] = {}
+    for s in settings:
+        for kind, message in _warnings_for(s, methods):
+            found.setdefault(kind, []).append(message)
+    for kind, messages in found.items():
+        distinct = list(dict.fromkeys(messages))
+        if len(distinct) == 1:
+            text = distinct[0]
+        else:
+            label, why = _WARNING_KINDS[kind]
+            first = distinct[0].split(":")[0].split(";")[0]
+            text = f"{label} in {len(messages)} of {len(settings)} settings (first: {first}): {why}"
+        warnings.warn(text, ConfigWarning, stacklevel=3)
 
 
 def _check_keys(mapping: dict, where: str, allowed=ALL_KEYS) -> None:
@@ -330,13 +363,9 @@ def resolve(mapping: dict, where: str = "config") -> Config:
     combos = (_model_setting(dict(zip(GRID_KEYS, combo))) for combo in itertools.product(*axes.values()))
     settings = tuple(dict.fromkeys(combos))  # models that ignore a varied key would repeat
 
-    seen = set()
     for s in settings:
         _validate_setting(s, methods)
-        for message in _warnings_for(s, methods):
-            if message not in seen:
-                seen.add(message)
-                warnings.warn(message, ConfigWarning, stacklevel=2)
+    _warn_outside_theory(settings, methods)
 
     axes = {k: list(dict.fromkeys(getattr(s, k) for s in settings)) for k in GRID_KEYS}
     varied = tuple(k for k in GRID_KEYS if len(axes[k]) > 1)

@@ -73,6 +73,24 @@ def write_tables(out: Path, rows: list[dict], title: str | None) -> str:
     return markdown
 
 
+def write_sweep_maps(out: Path, rows: list[dict]) -> list[str]:
+    """Heat maps (:mod:`ldpsim.plots`) if ``gamma`` and ``beta`` both vary; file names written.
+
+    Without matplotlib prints one line to stderr saying the maps were skipped
+    and returns ``[]``; a run without a gamma x beta grid writes none.
+    """
+    from .plots import is_sweep, write_heatmaps
+    from .trace import MissingExtra
+
+    if not is_sweep(rows):
+        return []
+    try:
+        return [p.name for p in write_heatmaps(rows, out)]
+    except MissingExtra as exc:
+        print(f"ldpsim: heat maps skipped: {exc}", file=sys.stderr)
+        return []
+
+
 def run_experiment(config: Config, out: Path, *, name: str, n_jobs: int = -1, backend: str = "loky",
                    scheduler: str | None = None, resume: bool = False, progress: bool = True,
                    command: list[str] | None = None) -> list[dict]:
@@ -107,6 +125,7 @@ def run_experiment(config: Config, out: Path, *, name: str, n_jobs: int = -1, ba
     rows = summarize(config, results)
     write_csv(rows, out / "summary.csv")
     write_tables(out, rows, title_of(name, config.values, config.varied))
+    maps = write_sweep_maps(out, rows)
     failed = int(sum((~r.ok).sum() for r in results))
     meta = {
         "name": name,
@@ -125,17 +144,20 @@ def run_experiment(config: Config, out: Path, *, name: str, n_jobs: int = -1, ba
         "versions": _versions(),
         "git_commit": commit,
         "machine": _machine(),
+        "heatmaps": maps,
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=2, allow_nan=True) + "\n")
     return rows
 
 
 def rerender(out: Path) -> str:
-    """Re-render ``table.md`` and ``table.tex`` in ``out`` from its ``summary.csv``."""
+    """Re-render ``table.md``, ``table.tex`` (and a sweep's heat maps) in ``out`` from its ``summary.csv``."""
     rows = read_csv(out / "summary.csv")
     title = None
     meta_path = out / "meta.json"
     if meta_path.exists():
         meta = json.loads(meta_path.read_text())
         title = title_of(meta.get("name", out.name), meta["config"], meta.get("varied", []))
-    return write_tables(out, rows, title)
+    markdown = write_tables(out, rows, title)
+    write_sweep_maps(out, rows)
+    return markdown

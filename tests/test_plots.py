@@ -1,0 +1,68 @@
+"""Heat maps of a gamma x beta sweep, from synthetic summary rows."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from ldpsim.experiment import rerender
+from ldpsim.plots import is_sweep, write_heatmaps
+from ldpsim.summary import write_csv
+from ldpsim.trace import MissingExtra
+
+GAMMAS = (0.51, 0.7, 0.9)
+BETAS = (0.6, 0.8)
+
+
+def synthetic_rows():
+    rows = []
+    for tau in (0.5, 0.9):
+        for gamma in GAMMAS:
+            for beta in BETAS:
+                for method, cover, length in (("BB", 0.9 - (beta <= gamma) * 0.1, 0.011), ("oracle", 0.88, 0.010)):
+                    rows.append(dict(tau=tau, gamma=gamma, beta=beta, method=method, coord=0, n=1000, reps=10,
+                                     n_failed=0, coverage=cover, coverage_se=0.01, length=length, length_se=1e-4,
+                                     theta_star=0.0, bias=0.5 / gamma, sd=1.0, se_ratio=1.0))
+    return rows
+
+
+def test_is_sweep():
+    rows = synthetic_rows()
+    assert is_sweep(rows)
+    assert not is_sweep([r for r in rows if r["gamma"] == 0.51])
+
+
+def test_heatmaps_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    written = write_heatmaps(synthetic_rows(), tmp_path)
+    names = sorted(p.name for p in written)
+    expected = sorted(f"heatmap_{stat}_tau{tau}_n1000.png" for tau in (0.5, 0.9)
+                      for stat in ("coverage_BB", "length_ratio_BB", "bias_sd"))
+    assert names == expected
+    for p in written:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+
+
+def test_heatmaps_refuse_rows_without_both_axes(tmp_path):
+    rows = [r for r in synthetic_rows() if r["beta"] == 0.6]
+    with pytest.raises(ValueError, match="both gamma and beta"):
+        write_heatmaps(rows, tmp_path)
+
+
+def test_table_command_regenerates_heatmaps(tmp_path):
+    pytest.importorskip("matplotlib")
+    write_csv(synthetic_rows(), tmp_path / "summary.csv")
+    rerender(tmp_path)
+    assert len(list(tmp_path.glob("heatmap_*.png"))) == 6
+
+
+def test_missing_matplotlib_skips_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails as if not installed
+    with pytest.raises(MissingExtra, match="heat maps need matplotlib"):
+        write_heatmaps(synthetic_rows(), tmp_path)
+    write_csv(synthetic_rows(), tmp_path / "summary.csv")
+    rerender(tmp_path)
+    assert capsys.readouterr().err.strip() == ("ldpsim: heat maps skipped: heat maps need matplotlib: "
+                                               "pip install 'ldpsim[plot]'")
+    assert not list(tmp_path.glob("*.png"))
