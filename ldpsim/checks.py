@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .inference import uses_blocks
 from .config import Config, Setting
 from .models import build_model
 
@@ -202,7 +203,7 @@ def check_setting(setting: Setting, methods, b_max: int = B_MAX) -> list[Verdict
     out = []
     g, beta = setting.gamma, setting.beta
     out.append(Verdict("gamma in (1/2, 1)", 0.5 < g < 1.0, f"gamma = {g}"))
-    bb = "BB" in methods
+    bb = uses_blocks(methods)
     if bb:
         out.append(Verdict("gamma < beta (Theorem 3.2)", g < beta, f"gamma = {g} {'<' if g < beta else '>='} beta = {beta}"))
         bounded = setting.multiplier in BOUNDED_MULTIPLIERS

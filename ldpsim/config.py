@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from .inference import DEFAULT_METHODS, METHODS, MULTIPLIERS
+from .inference import DEFAULT_METHODS, METHODS, MULTIPLIERS, uses_blocks
 from .mechanisms import MECHANISMS
 from .models import MODELS
 from .models.covariates import COVARIATES
@@ -172,7 +172,7 @@ class Setting:
         return int(_digest(identity)[:16], 16)
 
     def layout(self, methods) -> StreamLayout:
-        return StreamLayout.build(self.n, self.beta, self.gamma, blocks="BB" in methods, batches="BM" in methods)
+        return StreamLayout.build(self.n, self.beta, self.gamma, blocks=uses_blocks(methods), batches="BM" in methods)
 
 
 def _digest(obj) -> str:
@@ -249,7 +249,7 @@ def _validate_setting(s: Setting, methods) -> None:
     if "BM" in methods and s.gamma >= 1.0:
         raise ConfigError(f"gamma = {s.gamma} leaves no batch-means batches; BM needs gamma < 1")
     layout = s.layout(methods)
-    if "BB" in methods and not layout.enough_blocks:
+    if uses_blocks(methods) and not layout.enough_blocks:
         raise ConfigError(
             f"n = {s.n} is too small for two bootstrap blocks with beta = {s.beta} "
             f"(block length {layout.block_len}); raise n or lower beta"
@@ -275,9 +275,9 @@ def _warnings_for(s: Setting, methods) -> list[tuple[str, str]]:
         out.append(("gamma_low", f"gamma = {s.gamma} <= 1/2: the average of the iterates has no central limit theorem"))
     elif s.gamma >= 1.0:
         out.append(("gamma_high", f"gamma = {s.gamma}: the theory needs gamma in (1/2, 1)"))
-    if "BB" in methods and s.beta <= s.gamma:
+    if uses_blocks(methods) and s.beta <= s.gamma:
         out.append(("beta", f"beta = {s.beta} <= gamma = {s.gamma}: Theorem 3.2 (block bootstrap) needs gamma < beta"))
-    if "BB" in methods and s.multiplier == "gaussian":
+    if uses_blocks(methods) and s.multiplier == "gaussian":
         out.append(("gaussian", "multiplier = 'gaussian' is unbounded; Theorem 3.2 asks bounded multipliers"))
     return out
 

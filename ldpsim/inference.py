@@ -18,6 +18,15 @@ from .streaming import PathState, StreamLayout
 #: Method names, in table order. ``BBjoint`` is the simultaneous block-bootstrap
 #: interval for all coordinates (max statistic); it shares BB's draws.
 METHODS = ("BB", "BBjoint", "BM", "SN", "oracle")
+#: Methods that need the block sums (and the bootstrap draws).
+BLOCK_METHODS = ("BB", "BBjoint")
+
+
+def uses_blocks(methods) -> bool:
+    """Whether any of ``methods`` is a block-bootstrap method."""
+    return any(m in BLOCK_METHODS for m in methods)
+
+
 #: Methods run when a config does not say.
 DEFAULT_METHODS = ("BB", "BM", "SN", "oracle")
 
@@ -162,7 +171,7 @@ def intervals(methods, state: PathState, layout: StreamLayout, gen: np.random.Ge
         ``(len(methods), d, 2)`` lower and upper ends.
     """
     draws = None
-    if "BB" in methods or "BBjoint" in methods:
+    if uses_blocks(methods):
         draws = block_bootstrap_draws(state, layout, gen, n_boot, law)
     out = np.empty((len(methods), state.theta_bar.shape[0], 2))
     for j, method in enumerate(methods):

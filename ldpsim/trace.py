@@ -405,7 +405,7 @@ def trace_intervals(trace: Trace, setting, methods, gen: np.random.Generator, si
         if not state.finite(int(ks[q])):
             continue
         # a checkpoint too short for two blocks (batches) has no BB (BM) interval
-        short = {"BB", "BBjoint"} if not layout.enough_blocks else set()
+        short = set(inference.BLOCK_METHODS) if not layout.enough_blocks else set()
         short |= {"BM"} if not layout.enough_batches else set()
         usable = [j for j, method in enumerate(methods) if method not in short]
         bounds[q, usable] = inference.intervals(
@@ -457,7 +457,7 @@ def compute_trace(config: TraceConfig) -> TraceResult:
     split = round(PANEL_SPLIT * s.n)
     if config.k_min < split < s.n:  # the figure's panels meet at a checkpoint
         grid = np.union1d(grid, [split])
-    layout = TraceLayout.build(grid, s.beta, s.gamma, blocks="BB" in config.methods, batches="BM" in config.methods)
+    layout = TraceLayout.build(grid, s.beta, s.gamma, blocks=inference.uses_blocks(config.methods), batches="BM" in config.methods)
     gen = replication_generator(config.seed, s.seed_key, 0)
     tic = time.perf_counter()
     trace = run_trace(model, gen, s.c, s.gamma, s.theta0, layout)

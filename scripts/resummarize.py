@@ -15,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from ldpsim import config as cfg
 from ldpsim.driver import chunk_size
 from ldpsim.experiment import title_of, write_tables
@@ -39,8 +41,6 @@ def main(out: Path) -> None:
             sys.exit(f"cannot tell the chunks of n = {setting.n} apart ({len(matches)} candidate keys)")
         parts = []
         for f in sorted(matches[0], key=_range):
-            import numpy as np
-
             with np.load(f) as data:
                 parts.append(ChunkResult(data["theta_bar"], data["bounds"], data["ok"]))
         results.append(ChunkResult.concatenate(parts))

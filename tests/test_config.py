@@ -181,3 +181,12 @@ def test_seed_identity_follows_the_path_not_the_inference():
     assert base.seed_key != other_path.seed_key
     # stable across processes and versions of Python: a pure function of the values
     assert base.seed_key == resolve().settings[0].seed_key
+
+
+def test_bbjoint_alone_gets_blocks_and_the_block_checks():
+    # BBjoint needs the block sums as much as BB does
+    s = resolve(methods=["BBjoint"]).settings[0]
+    layout = s.layout(("BBjoint",))
+    assert layout.n_blocks >= 2 and layout.n_blocks == s.n // layout.block_len
+    with pytest.raises(ConfigError, match="too small for two bootstrap blocks"):
+        resolve(methods=["BBjoint"], n=10, beta=0.9)
