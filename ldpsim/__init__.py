@@ -1,10 +1,24 @@
 """ldpsim: simulation engine for inference with (locally) differentially private SGD.
 
-Flow: models (privatized gradients) -> recursion (the jitted SGD kernel, which
-streams the inference state) -> inference (BB, BM, SN, oracle intervals) ->
-driver (Monte Carlo over replications) -> tables.
+Layers, bottom to top (each imports only the ones before it):
+
+* :mod:`ldpsim.engine`: jit options, record dispatch, seeds, config keys and
+  grids, the chunk store, the Monte Carlo driver and its backends;
+* :mod:`ldpsim.privacy`: mechanisms that privatize a gradient;
+* :mod:`ldpsim.models`: privatized gradients drawn inside the kernels, and the truth;
+* :mod:`ldpsim.inference`: the streamed state of a path and the intervals built from it;
+* :mod:`ldpsim.recursion`: the jitted LDP-SGD kernels and their Python twins;
+* :mod:`ldpsim.reporting`: CSV tables, Monte Carlo statistics, figures, the papers' tables;
+* :mod:`ldpsim.studies`: what a run computes, summarises and draws (``coverage``, ``trajectory``);
+* :mod:`ldpsim.api` and :mod:`ldpsim.cli`: ``ldpsim.run(...)`` and ``python -m ldpsim``.
 """
 
-from . import _jit  # noqa: F401  (fixes numba's cache directory before numba loads)
+from .engine import jit as _jit  # noqa: F401  (fixes numba's cache directory before numba loads)
 
 __version__ = "0.1.0"
+
+from .api import Result, load_config, open_result, run  # noqa: E402
+from .engine.errors import ConfigError, ConfigWarning, MissingExtra  # noqa: E402
+
+__all__ = ["ConfigError", "ConfigWarning", "MissingExtra", "Result", "__version__", "load_config", "open_result",
+           "run"]

@@ -1,19 +1,19 @@
 """Command line: ``python -m ldpsim {run,table,compare,trace,check} ...``.
 
-``run`` flags are the config keys: ``--reps``, ``--n`` and ``--seed`` directly,
-every key through ``--set KEY=VALUE``; command-line values win over the file.
+A thin layer over the Python API (:mod:`ldpsim.api`). ``run`` flags are the
+config keys: ``--reps``, ``--n`` and ``--seed`` directly, every key through
+``--set KEY=VALUE``; command-line values win over the file.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
 from pathlib import Path
 
-from .backends import BACKENDS
-from .config import ConfigError, ConfigWarning
+from .engine.backends import BACKENDS
+from .engine.errors import ConfigError, ConfigWarning, MissingExtra
 
 PROG = "ldpsim"
 
@@ -22,8 +22,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run a config and write summary.csv, tables and meta.json")
-    run.add_argument("config", help="YAML config file (keys as in configs/quantile.yaml)")
+    run = sub.add_parser("run", help="run a config and write summary.csv, tables, figures and meta.json")
+    run.add_argument("config", help="YAML config file (keys as in configs/quantile.yaml; 'study' picks the study)")
     run.add_argument("--reps", help="Monte Carlo replications per setting")
     run.add_argument("--n", nargs="+", metavar="N", help="sample sizes (e.g. 1e6 1e7)")
     run.add_argument("--seed", help="root seed")
@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true", help="reuse replications saved by an interrupted run")
     run.add_argument("--quiet", action="store_true", help="no progress bar, no table on stdout")
 
-    table = sub.add_parser("table", help="re-render table.md and table.tex from a run's summary.csv")
+    table = sub.add_parser("table", help="re-render a run's tables and figures from its CSV files")
     table.add_argument("dir", type=Path, help="run output directory")
 
     comp = sub.add_parser("compare", help="compare a run with a published table")
@@ -63,76 +63,67 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _overrides(args) -> dict:
-    from .config import parse_assignment
+    from .engine.config import parse_assignment
 
     overrides = dict(parse_assignment(item) for item in args.set)
     for key in ("reps", "seed"):
         if getattr(args, key, None) is not None:
             overrides[key] = getattr(args, key)
     if args.n is not None:
-        overrides["n"] = args.n if len(args.n) > 1 else args.n[0]
+        overrides["n"] = args.n if isinstance(args.n, str) or len(args.n) > 1 else args.n[0]
     return overrides
 
 
 def _run(args) -> int:
-    from . import config as cfg
-    from .experiment import run_experiment
+    from . import api
 
-    config = cfg.load(args.config, _overrides(args))
-    out = args.out or Path("results") / Path(args.config).stem
-    run_experiment(config, out, name=Path(args.config).stem, n_jobs=args.n_jobs, backend=args.backend,
-                   scheduler=args.scheduler, resume=args.resume, progress=not args.quiet,
-                   command=[PROG, *sys.argv[1:]])
-    failed = json.loads((out / "meta.json").read_text())["n_failed"]
+    result = api.run(args.config, out=args.out if args.out is not None else api.DEFAULT_OUT, n_jobs=args.n_jobs,
+                     backend=args.backend, scheduler=args.scheduler, resume=args.resume, progress=not args.quiet,
+                     command=[PROG, *sys.argv[1:]], overrides_from="--set", **_overrides(args))
     if not args.quiet:
-        print((out / "table.md").read_text())
+        print(result.render())
+    failed = result.meta["n_failed"]
     if failed:
-        print(f"{PROG}: {failed} replication(s) diverged or gave non-finite intervals; "
+        print(f"{PROG}: {failed} replication(s) diverged or gave non-finite results; "
               "they are excluded and counted in n_failed", file=sys.stderr)
-    maps = json.loads((out / "meta.json").read_text()).get("heatmaps") or []
-    extra = f", {len(maps)} heat maps" if maps else ""
-    print(f"{PROG}: wrote {out / 'summary.csv'}, table.md, table.tex, meta.json{extra}", file=sys.stderr)
+    print(f"{PROG}: wrote {result.out}/: {', '.join(result.files)}, meta.json", file=sys.stderr)
     return 0
 
 
-def _require_summary(directory: Path) -> Path:
-    path = directory / "summary.csv"
-    if not path.exists():
-        raise ConfigError(f"dir = {str(directory)!r} has no summary.csv")
-    return path
-
-
 def _table(args) -> int:
-    from .experiment import rerender
+    from .api import open_result
 
-    _require_summary(args.dir)
-    print(rerender(args.dir))
+    result = open_result(args.dir)
+    result.figures()
+    print(result.render())
     return 0
 
 
 def _compare(args) -> int:
-    from .reference import DEFAULT_TABLES, compare, paper_tables, render_comparison
-    from .summary import read_csv
+    from .api import open_result
+    from .reporting.reference import DEFAULT_TABLES, compare, paper_tables, render_comparison
 
-    summary = _require_summary(args.dir)
-    meta_path = args.dir / "meta.json"
-    fixed = json.loads(meta_path.read_text())["config"] if meta_path.exists() else {}
+    result = open_result(args.dir)
+    fixed = result.meta.get("config", {})
     table = args.table or DEFAULT_TABLES.get(fixed.get("model"), "table1_quantile")
     tables = paper_tables()
     if table not in tables or "rows" not in tables[table]:
         names = [k for k, v in tables.items() if isinstance(v, dict) and "rows" in v]
         raise ConfigError(f"table = {table!r} is not one of: {', '.join(names)}")
-    text = render_comparison(compare(read_csv(summary), table, fixed))
+    text = render_comparison(compare(result.rows, table, fixed))
     (args.dir / f"compare_{table}.md").write_text(text)
     print(text)
     return 0
 
 
 def _trace(args) -> int:
-    from .config import parse_assignment
-    from .trace import TRACE_KEYS, MissingExtra, compute_trace, figure_class, load_trace, write_trace
+    from .engine.config import parse_assignment
+    from .studies.coverage.trace import TRACE_KEYS, compute_trace, figure_class, load_trace, write_trace
 
-    overrides = dict(parse_assignment(item, TRACE_KEYS) for item in args.set)
+    overrides = dict(parse_assignment(item) for item in args.set)
+    from .engine.config import check_keys
+
+    check_keys(overrides, "--set", TRACE_KEYS)
     for key in ("n", "seed"):
         if getattr(args, key) is not None:
             overrides[key] = getattr(args, key)
@@ -154,12 +145,14 @@ def _trace(args) -> int:
 
 def _check(args) -> int:
     """Exit status 0 if every assumption holds in every setting, 1 if one fails (2 on bad input)."""
-    from . import config as cfg
-    from .checks import check_config, render
+    from .api import load_config
+    from .studies.coverage.checks import check_config, render
 
     with warnings.catch_warnings():  # the table reports what the warnings would say
         warnings.simplefilter("ignore", ConfigWarning)
-        config = cfg.load(args.config, _overrides(args))
+        config = load_config(args.config, overrides_from="--set", **_overrides(args))
+    if config.study.name != "coverage":
+        raise ConfigError(f"study = {config.study.name!r}: check covers the assumptions of the coverage study (000)")
     checks = check_config(config)
     print(render(checks))
     return 0 if all(c.holds for c in checks) else 1

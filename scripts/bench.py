@@ -36,11 +36,11 @@ import time
 
 import numpy as np
 
-from ldpsim._jit import jit  # imports ldpsim first: fixes numba's cache directory
-from ldpsim import rng as ldpsim_rng
+from ldpsim.engine.jit import jit  # imports ldpsim first: fixes numba's cache directory
+from ldpsim.engine import rng as ldpsim_rng
 from ldpsim.models import QuantileModel, QuantileRegressionModel
 from ldpsim.recursion import run_path
-from ldpsim.streaming import StreamLayout
+from ldpsim.inference.streaming import StreamLayout
 
 TAU, EPSILON, C, GAMMA, BETA, THETA0 = 0.5, 1.0, 1.0, 0.51, 0.75, 0.0
 #: Bit generator of all timed streams (kernel, floor, numpy); ``--bit-generator`` changes it.

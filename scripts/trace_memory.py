@@ -29,7 +29,7 @@ CONFIG = Path(__file__).resolve().parents[1] / "configs" / "trace_quantile.yaml"
 
 def child(n: int, checkpoints: int) -> None:
     """Run one trace of ``n`` steps and print a JSON line with its peak RSS and times."""
-    from ldpsim.trace import compute_trace, load_trace, write_trace
+    from ldpsim.studies.coverage.trace import compute_trace, load_trace, write_trace
 
     compute_trace(load_trace(CONFIG, {"n": 1000, "checkpoints": 20}))  # compile or load the kernel
     config = load_trace(CONFIG, {"n": n, "checkpoints": checkpoints})

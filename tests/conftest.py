@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ldpsim import config as cfg
+from ldpsim import studies as cfg
 
 TINY = {
     "model": "quantile",

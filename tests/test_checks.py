@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ldpsim import config as cfg
-from ldpsim.checks import check_config, condition14, condition14_sums
+from ldpsim import studies as cfg
+from ldpsim.studies.coverage.checks import check_config, condition14, condition14_sums
 from ldpsim.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

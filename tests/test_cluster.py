@@ -7,10 +7,11 @@ import sys
 
 import pytest
 
-from ldpsim import backends
-from ldpsim.backends import BackendError
+from ldpsim.engine import backends
+from ldpsim.engine.backends import BackendError
 from ldpsim.cli import main
-from ldpsim.driver import _chunk_task, code_identity
+from ldpsim.engine.driver import _chunk_task
+from ldpsim.engine.chunks import code_identity
 
 SMALL_YAML = """\
 model: quantile
@@ -38,7 +39,7 @@ def loky_summary(small_yaml, tmp_path):
 
 def test_dask_scheduler_gives_loky_bytes_and_resumes(small_yaml, tmp_path, monkeypatch, loky_summary):
     distributed = pytest.importorskip("distributed")
-    monkeypatch.setattr("ldpsim.driver.MAX_CHUNK_REPS", 2)  # three chunks (tasks) per setting
+    monkeypatch.setattr("ldpsim.engine.chunks.MAX_CHUNK_REPS", 2)  # three chunks (tasks) per setting
     out = tmp_path / "dask"
     run = ["run", str(small_yaml), "--out", str(out), "--quiet", "--backend", "dask"]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
@@ -74,7 +75,7 @@ def test_dask_alone_starts_and_closes_a_local_cluster(small_yaml, tmp_path, loky
 def test_ray_gives_loky_bytes(small_yaml, tmp_path, loky_summary, monkeypatch):
     pytest.importorskip("ray.util.joblib")
     monkeypatch.delenv("RAY_ADDRESS", raising=False)  # a private local instance
-    monkeypatch.setattr("ldpsim.driver.MAX_CHUNK_REPS", 2)  # six tasks: more than one wave of four
+    monkeypatch.setattr("ldpsim.engine.chunks.MAX_CHUNK_REPS", 2)  # six tasks: more than one wave of four
     out = tmp_path / "ray"
     assert main(["run", str(small_yaml), "--out", str(out), "--quiet", "--backend", "ray", "--n-jobs", "2"]) == 0
     assert (out / "summary.csv").read_bytes() == loky_summary
@@ -132,9 +133,9 @@ def test_unreachable_scheduler_one_line(small_yaml, tmp_path, capsys, monkeypatc
 
 
 def test_worker_with_other_code_refuses_to_compute(tiny_config):
-    setting = tiny_config.settings[0]
-    other = {**code_identity(), "ldpsim": "0123456789abcdef"}
+    setting, study, options = tiny_config.settings[0], tiny_config.study, tiny_config.options
+    other = {**code_identity(study), "ldpsim": "0123456789abcdef"}
     with pytest.raises(BackendError, match=r"^worker on .* runs other code .* install the same ldpsim"):
-        _chunk_task(0, setting, tiny_config.methods, tiny_config.seed, 0, 1, other)
-    (index, start), result = _chunk_task(0, setting, tiny_config.methods, tiny_config.seed, 0, 1, code_identity())
-    assert (index, start) == (0, 0) and result.ok.shape == (1,)
+        _chunk_task(0, study, setting, options, tiny_config.seed, 0, 1, other)
+    (index, start), result = _chunk_task(0, study, setting, options, tiny_config.seed, 0, 1, code_identity(study))
+    assert (index, start) == (0, 0) and result["ok"].shape == (1,)

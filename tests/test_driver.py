@@ -8,19 +8,24 @@ import warnings
 import numpy as np
 import pytest
 
-from ldpsim import config as cfg
-from ldpsim.config import ConfigWarning
-from ldpsim.driver import simulate
-from ldpsim.replication import run_replications
-from ldpsim.experiment import run_experiment
-from ldpsim.summary import read_csv, summarize
+from ldpsim import studies as cfg
+from ldpsim.engine.errors import ConfigWarning
+from ldpsim.engine.driver import simulate
+from ldpsim.studies.coverage import CoverageStudy
+
+
+def run_replications(setting, methods, root_seed, start, stop):
+    return CoverageStudy().run_chunk(setting, {"methods": methods}, root_seed, start, stop)
+from ldpsim.api import run as run_experiment
+from ldpsim.reporting.csvio import read_csv
+from ldpsim.studies.coverage.summary import summarize
 
 
 def test_same_seed_same_bytes_for_any_n_jobs_and_backend(tiny_config, tmp_path):
     outs = []
     for n_jobs, backend in [(1, "loky"), (2, "loky"), (2, "threading")]:
         out = tmp_path / f"{n_jobs}-{backend}"
-        run_experiment(tiny_config, out, name="tiny", n_jobs=n_jobs, backend=backend, progress=False)
+        run_experiment(tiny_config, out=out, name="tiny", n_jobs=n_jobs, backend=backend, progress=False)
         outs.append((out / "summary.csv").read_bytes())
     assert outs[0] == outs[1] == outs[2]
 
@@ -28,57 +33,57 @@ def test_same_seed_same_bytes_for_any_n_jobs_and_backend(tiny_config, tmp_path):
 def test_different_seed_different_numbers(tiny_mapping):
     a = simulate(cfg.resolve(tiny_mapping), n_jobs=1, progress=False)
     b = simulate(cfg.resolve({**tiny_mapping, "seed": 8}), n_jobs=1, progress=False)
-    assert not np.array_equal(a[0].theta_bar, b[0].theta_bar)
+    assert not np.array_equal(a[0]["theta_bar"], b[0]["theta_bar"])
 
 
 def test_replication_does_not_depend_on_its_chunk(tiny_config):
     setting, methods = tiny_config.settings[1], tiny_config.methods
     whole = run_replications(setting, methods, tiny_config.seed, 0, 6)
     tail = run_replications(setting, methods, tiny_config.seed, 4, 6)
-    np.testing.assert_array_equal(whole.theta_bar[4:], tail.theta_bar)
-    np.testing.assert_array_equal(whole.bounds[4:], tail.bounds)
+    np.testing.assert_array_equal(whole["theta_bar"][4:], tail["theta_bar"])
+    np.testing.assert_array_equal(whole["bounds"][4:], tail["bounds"])
 
 
 def test_setting_results_do_not_depend_on_the_rest_of_the_grid(tiny_mapping):
     alone = simulate(cfg.resolve({**tiny_mapping, "tau": 0.9}), n_jobs=1, progress=False)
     in_grid = simulate(cfg.resolve(tiny_mapping), n_jobs=1, progress=False)
-    np.testing.assert_array_equal(alone[0].bounds, in_grid[1].bounds)
+    np.testing.assert_array_equal(alone[0]["bounds"], in_grid[1]["bounds"])
 
 
 def test_inference_keys_share_paths(tiny_mapping):
     # common random numbers: settings differing only in beta see the same paths
     config = cfg.resolve({**tiny_mapping, "tau": 0.5, "beta": [0.6, 0.75]})
     res = simulate(config, n_jobs=1, progress=False)
-    np.testing.assert_array_equal(res[0].theta_bar, res[1].theta_bar)
-    assert not np.array_equal(res[0].bounds[:, 0], res[1].bounds[:, 0])  # BB differs
+    np.testing.assert_array_equal(res[0]["theta_bar"], res[1]["theta_bar"])
+    assert not np.array_equal(res[0]["bounds"][:, 0], res[1]["bounds"][:, 0])  # BB differs
 
 
 def test_resume_reuses_saved_chunks_and_gives_same_summary(tiny_mapping, tmp_path, monkeypatch):
-    monkeypatch.setattr("ldpsim.driver.MAX_CHUNK_REPS", 4)  # several chunks per setting
+    monkeypatch.setattr("ldpsim.engine.chunks.MAX_CHUNK_REPS", 4)  # several chunks per setting
     config = cfg.resolve({**tiny_mapping, "reps": 12})
     full = tmp_path / "full"
-    run_experiment(config, full, name="t", n_jobs=1, progress=False)
+    run_experiment(config, out=full, name="t", n_jobs=1, progress=False)
     # an interrupted run: only some chunks made it to disk
     part = tmp_path / "part"
-    run_experiment(config, part, name="t", n_jobs=1, progress=False)
+    run_experiment(config, out=part, name="t", n_jobs=1, progress=False)
     chunks = sorted((part / "chunks").glob("*.npz"))
     assert len(chunks) >= 4
     for path in chunks[::2]:
         path.unlink()
     kept = {p: p.stat().st_mtime_ns for p in chunks[1::2]}
     (part / "summary.csv").unlink()
-    run_experiment(config, part, name="t", n_jobs=1, progress=False, resume=True)
+    run_experiment(config, out=part, name="t", n_jobs=1, progress=False, resume=True)
     assert (part / "summary.csv").read_bytes() == (full / "summary.csv").read_bytes()
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())  # reused, not recomputed
 
 
 def test_corrupt_chunk_is_recomputed_on_resume(tiny_mapping, tmp_path):
     config = cfg.resolve(tiny_mapping)
-    run_experiment(config, tmp_path, name="t", n_jobs=1, progress=False)
+    run_experiment(config, out=tmp_path, name="t", n_jobs=1, progress=False)
     before = (tmp_path / "summary.csv").read_bytes()
     victim = sorted((tmp_path / "chunks").glob("*.npz"))[0]
     victim.write_bytes(b"not a chunk")
-    run_experiment(config, tmp_path, name="t", n_jobs=1, progress=False, resume=True)
+    run_experiment(config, out=tmp_path, name="t", n_jobs=1, progress=False, resume=True)
     assert (tmp_path / "summary.csv").read_bytes() == before
 
 
@@ -87,7 +92,7 @@ def test_diverging_replications_are_counted_not_fatal(tiny_mapping):
         warnings.simplefilter("ignore", ConfigWarning)
         config = cfg.resolve({**tiny_mapping, "c": 1e300, "tau": 0.5})
     results = simulate(config, n_jobs=1, progress=False)
-    assert not results[0].ok.any()
+    assert not results[0]["ok"].any()
     rows = summarize(config, results)
     assert all(r["n_failed"] == config.reps and r["reps"] == 0 for r in rows)
     assert all(math.isnan(r["coverage"]) for r in rows)
@@ -95,8 +100,8 @@ def test_diverging_replications_are_counted_not_fatal(tiny_mapping):
 
 def test_partly_failed_setting_excludes_failures_from_statistics(tiny_config):
     results = simulate(tiny_config, n_jobs=1, progress=False)
-    results[0].ok[:3] = False  # as if three replications had diverged
-    results[0].bounds[:3] = np.nan
+    results[0]["ok"][:3] = False  # as if three replications had diverged
+    results[0]["bounds"][:3] = np.nan
     rows = summarize(tiny_config, results)
     first = [r for r in rows if r["tau"] == 0.5]
     assert all(r["n_failed"] == 3 and r["reps"] == tiny_config.reps - 3 for r in first)
@@ -104,7 +109,7 @@ def test_partly_failed_setting_excludes_failures_from_statistics(tiny_config):
 
 
 def test_summary_columns(tiny_config, tmp_path):
-    run_experiment(tiny_config, tmp_path, name="t", n_jobs=1, progress=False)
+    run_experiment(tiny_config, out=tmp_path, name="t", n_jobs=1, progress=False)
     rows = read_csv(tmp_path / "summary.csv")
     assert list(rows[0]) == ["tau", "method", "coord", "n", "reps", "n_failed", "coverage", "coverage_se",
                              "length", "length_se", "theta_star", "bias", "sd", "se_ratio"]

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from scipy import signal, stats
 
-from ldpsim import inference
-from ldpsim.critical_values import random_scaling_coverage, random_scaling_critical_value
+from ldpsim.inference import intervals as inference
+from ldpsim.inference.critical_values import random_scaling_coverage, random_scaling_critical_value
 from ldpsim.models import QuantileModel
-from ldpsim.streaming import PathState, StreamLayout
-from ldpsim.twins import state_from_definitions
+from ldpsim.inference.streaming import PathState, StreamLayout
+from ldpsim.recursion.twins import state_from_definitions
 
 # Abadir & Paruolo (1997), as tabulated by Lee, Liao, Seo & Shin (2022); 99%: the
 # 99.5% quantile of the same law (reference/corrections.md, item 4).

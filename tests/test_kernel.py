@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from ldpsim.models import QuantileModel
-from ldpsim.recursion import EXACT_STEPS_BELOW, run_path
-from ldpsim.streaming import StreamLayout, batch_ends, floor_power
-from ldpsim.twins import path_twin, state_from_definitions, step_sizes_twin
+from ldpsim.recursion.kernels import EXACT_STEPS_BELOW, run_path
+from ldpsim.inference.streaming import StreamLayout, batch_ends, floor_power
+from ldpsim.recursion.twins import path_twin, state_from_definitions, step_sizes_twin
 
 CASES = [
     # tau, epsilon, c, gamma, theta0, beta

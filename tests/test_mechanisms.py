@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from ldpsim.mechanisms import (
+from ldpsim.privacy.mechanisms import (
     MECHANISMS,
     Gaussian,
     Laplace,

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ldpsim._jit import jit
-from ldpsim.mechanisms import RandomizedResponse, randomized_response
+from ldpsim.engine.jit import jit
+from ldpsim.privacy.mechanisms import RandomizedResponse, randomized_response
 from ldpsim.models import QuantileModel
 from ldpsim.models.base import privatized_gradient
 

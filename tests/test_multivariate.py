@@ -8,12 +8,12 @@ import numba
 import numpy as np
 import pytest
 
-from ldpsim.config import resolve
-from ldpsim.driver import simulate
+from ldpsim.studies import resolve
+from ldpsim.engine.driver import simulate
 from ldpsim.models import MODELS, add_privatized_gradient, privatized_gradient
-from ldpsim.recursion import EXACT_STEPS_BELOW, run_path
-from ldpsim.streaming import StreamLayout
-from ldpsim.twins import path_twin, state_from_definitions
+from ldpsim.recursion.kernels import EXACT_STEPS_BELOW, run_path
+from ldpsim.inference.streaming import StreamLayout
+from ldpsim.recursion.twins import path_twin, state_from_definitions
 
 CASES = [
     ("quantile_regression", dict(tau=0.5, epsilon=1.0)),
@@ -144,8 +144,8 @@ def test_oracle_sigma_matches_empirical_covariance(name, kwargs):
     [result] = simulate(config, n_jobs=2, progress=False)
     model = MODELS[name](**{k: v for k, v in kwargs.items() if k != "batch_size"})
     sigma = model.sigma(kwargs.get("batch_size", 1))
-    dev = math.sqrt(n) * (result.theta_bar - result.theta_bar.mean(axis=0))
+    dev = math.sqrt(n) * (result["theta_bar"] - result["theta_bar"].mean(axis=0))
     emp = dev.T @ dev / (reps - 1)
     se = np.sqrt((np.outer(np.diag(sigma), np.diag(sigma)) + sigma**2) / reps)
-    assert result.ok.all()
+    assert result["ok"].all()
     assert np.all(np.abs(emp - sigma) < 4 * se), (np.diag(emp) / np.diag(sigma), emp, sigma)

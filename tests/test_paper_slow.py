@@ -1,7 +1,7 @@
 """Slow statistical checks: Table 1 of the block-bootstrap paper at n = 1e6 and 1e7.
 
 Run with ``python -m pytest -m slow`` (about two minutes on two cores).
-Reference values: 000, Table 1, as copied in ldpsim/data/paper_tables.yaml.
+Reference values: 000, Table 1, as copied in ldpsim/reporting/data/paper_tables.yaml.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from ldpsim import config as cfg
-from ldpsim.driver import simulate
+from ldpsim import studies as cfg
+from ldpsim.engine.driver import simulate
 from ldpsim.models import QuantileModel
-from ldpsim.reference import compare
-from ldpsim.summary import summarize
+from ldpsim.reporting.reference import compare
+from ldpsim.studies.coverage.summary import summarize
 
 pytestmark = pytest.mark.slow
 

@@ -6,10 +6,14 @@ import sys
 
 import pytest
 
-from ldpsim.experiment import rerender
-from ldpsim.plots import is_sweep, write_heatmaps
-from ldpsim.summary import write_csv
-from ldpsim.trace import MissingExtra
+from ldpsim.api import open_result
+
+
+def rerender(out):
+    open_result(out).figures()
+from ldpsim.studies.coverage.heatmaps import is_sweep, write_heatmaps
+from ldpsim.reporting.csvio import write_csv
+from ldpsim.studies.coverage.trace import MissingExtra
 
 GAMMAS = (0.51, 0.7, 0.9)
 BETAS = (0.6, 0.8)

@@ -10,16 +10,16 @@ import sys
 import numpy as np
 import pytest
 
-from ldpsim import config as cfg
+from ldpsim import studies as cfg
 from ldpsim.cli import main
-from ldpsim.driver import run_replications
+from ldpsim.studies.coverage import CoverageStudy
 from ldpsim.models import QuantileModel
 from ldpsim.recursion import run_path
-from ldpsim.rng import as_generator
-from ldpsim.streaming import StreamLayout
-from ldpsim.trace import (TraceLayout, checkpoint_grid, compute_trace, resolve_trace, run_trace,
+from ldpsim.engine.rng import as_generator
+from ldpsim.inference.streaming import StreamLayout
+from ldpsim.studies.coverage.trace import (TraceLayout, checkpoint_grid, compute_trace, resolve_trace, run_trace,
                           trace_intervals)
-from ldpsim.twins import path_twin, state_from_definitions
+from ldpsim.recursion.twins import path_twin, state_from_definitions
 
 CASES = [
     # tau, epsilon, c, gamma, theta0, beta
@@ -82,9 +82,9 @@ def test_last_row_is_replication_zero_of_run():
     config = resolve_trace({"n": 5000, "checkpoints": 12, "seed": 3, "B": 100,
                             "methods": ["BB", "BM", "SN", "oracle"]})
     result = compute_trace(config)
-    rep0 = run_replications(config.setting, config.methods, config.seed, 0, 1)
-    np.testing.assert_array_equal(result.trace.theta_bar[-1:], rep0.theta_bar[0])
-    np.testing.assert_array_equal(result.bounds[-1], rep0.bounds[0, :, 0, :])
+    rep0 = CoverageStudy().run_chunk(config.setting, {"methods": config.methods}, config.seed, 0, 1)
+    np.testing.assert_array_equal(result.trace.theta_bar[-1:], rep0["theta_bar"][0])
+    np.testing.assert_array_equal(result.bounds[-1], rep0["bounds"][0, :, 0, :])
 
 
 def test_intervals_nan_only_where_a_checkpoint_is_too_short():

@@ -1,13 +1,16 @@
 """Models: privatized gradients (for the kernels) and their true parameters.
 
+A model draws one observation inside a kernel, privatizes its gradient with
+a mechanism of :mod:`ldpsim.privacy`, and knows its truth: ``theta_star``,
+the Hessian ``G``, the gradient covariance ``S`` and the oracle covariance.
 To add a model, write one module here following ``quantile.py`` (scalar) or
 ``linear.py`` (vector): a parameter NamedTuple, a gradient registered for it
-with ``privatized_gradient.register`` or ``add_privatized_gradient.register``,
+with ``register_scalar`` or ``add_privatized_gradient.register``,
 and a :class:`~ldpsim.models.base.Model` subclass with its truth (``theta_star``,
 ``hessian``, ``gradient_covariance``); then add the class to :data:`MODELS`.
 """
 
-from .base import Model, add_privatized_gradient, privatized_gradient
+from .base import Model, add_privatized_gradient, privatized_gradient, register_scalar
 from .linear import LinearModel
 from .logistic import LogisticModel
 from .mean import MeanModel
@@ -23,4 +26,4 @@ def build_model(setting) -> Model:
     return MODELS[setting.model].from_setting(setting)
 
 
-__all__ = ["MODELS", "Model", "add_privatized_gradient", "build_model", "privatized_gradient"]
+__all__ = ["MODELS", "Model", "add_privatized_gradient", "build_model", "privatized_gradient", "register_scalar"]

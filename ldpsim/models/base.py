@@ -9,7 +9,7 @@ A model contributes two things:
   Registering the function for the record's class makes the generic recursion
   kernels call it whenever they are handed such a record: numba picks the
   implementation at compile time from the record's type
-  (:func:`ldpsim._dispatch.by_record`), so the loop is written once for all
+  (:func:`ldpsim.engine.dispatch.by_record`), so the loop is written once for all
   models and every model's kernel is cached on disk. The same plain function
   is the model's part of the Python twin.
 * a :class:`Model` object on the Python side, built from a config setting,
@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from .._dispatch import by_record
+from ..engine.dispatch import by_record
 
 
 @by_record
@@ -38,6 +38,28 @@ def add_privatized_gradient(params, theta, gen, out):
     ``theta`` and ``out`` have shape ``(d,)``; adding (not assigning) lets
     the kernel average a mini-batch without a second buffer.
     """
+
+
+def register_scalar(record_cls):
+    """Register a scalar model's gradient for ``record_cls``, and its vector form for vector kernels.
+
+    The decorated function is :func:`privatized_gradient`'s implementation
+    (the scalar kernel keeps ``theta`` in a register); kernels written for
+    every model at once (the trajectory study's) call
+    :func:`add_privatized_gradient` with ``(1,)`` arrays, which adds that same
+    gradient to ``out[0]``.
+    """
+
+    def decorate(func):
+        privatized_gradient.register(record_cls)(func)
+        add_privatized_gradient.register(record_cls)(_scalar_as_vector)
+        return func
+
+    return decorate
+
+
+def _scalar_as_vector(params, theta, gen, out):
+    out[0] += privatized_gradient(params, theta[0], gen)
 
 
 class Model(ABC):

@@ -15,8 +15,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special, stats
 
-from .._dispatch import by_record
-from .._jit import jit
+from ..engine.dispatch import by_record
+from ..engine.jit import jit
 
 
 class TruncatedNormalBox(NamedTuple):

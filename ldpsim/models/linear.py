@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..mechanisms import add_noise
+from ..privacy.mechanisms import add_noise
 from .base import add_privatized_gradient
 from .covariates import add_scaled, draw_covariates, predictors
 from .regression import RegressionModel, normal_clipped_moments

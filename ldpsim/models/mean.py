@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..mechanisms import draw_noise, make_mechanism, noise_record
-from .base import Model, privatized_gradient
+from ..privacy.mechanisms import draw_noise, make_mechanism, noise_record
+from .base import Model, register_scalar
 
 
 class MeanParams(NamedTuple):
@@ -22,7 +22,7 @@ class MeanParams(NamedTuple):
     noise: tuple
 
 
-@privatized_gradient.register(MeanParams)
+@register_scalar(MeanParams)
 def mean_gradient(params, theta, gen):
     """Draw ``X ~ U(0, 1)`` and return ``theta - X`` plus the mechanism's noise."""
     return theta - gen.random() + draw_noise(params.noise, gen)

@@ -14,8 +14,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from ..mechanisms import RandomizedResponse, randomized_response
-from .base import Model, privatized_gradient
+from ..privacy.mechanisms import RandomizedResponse, randomized_response
+from .base import Model, register_scalar
 
 
 class QuantileRR(NamedTuple):
@@ -32,14 +32,14 @@ class QuantilePlain(NamedTuple):
     tau: float
 
 
-@privatized_gradient.register(QuantileRR)
+@register_scalar(QuantileRR)
 def quantile_rr_gradient(params, theta, gen):
     """Draw ``X ~ N(0, 1)`` and return the debiased randomized-response gradient."""
     bit = 1.0 if gen.standard_normal() <= theta else 0.0
     return params.scale * randomized_response(bit, gen, params.flip_prob) - params.offset
 
 
-@privatized_gradient.register(QuantilePlain)
+@register_scalar(QuantilePlain)
 def quantile_plain_gradient(params, theta, gen):
     """Draw ``X ~ N(0, 1)`` and return ``-tau + 1{X <= theta}``."""
     return (1.0 if gen.standard_normal() <= theta else 0.0) - params.tau

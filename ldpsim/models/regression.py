@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..mechanisms import make_mechanism, noise_record
+from ..privacy.mechanisms import make_mechanism, noise_record
 from .base import Model
 from .covariates import CovariateLaw
 

@@ -1,7 +1,7 @@
 """Plain-Python twins of the kernels, for tests.
 
 :func:`path_twin` repeats the arithmetic of the kernels of
-:mod:`ldpsim.recursion` operation for operation, in numpy float64 scalars, drawing from the same generator in the same order; on small ``n``
+:mod:`ldpsim.recursion.kernels` operation for operation, in numpy float64 scalars, drawing from the same generator in the same order; on small ``n``
 the two must agree exactly. It also returns the whole path, from which
 :func:`state_from_definitions` recomputes the streamed state by the textbook
 formulas (blocks, batches, ``V_n`` as a double sum), independently of the
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .models import add_privatized_gradient, privatized_gradient
-from .recursion import EXACT_STEPS_BELOW, step_ratio, step_ratio_coefficients, sum_of_squares
-from .streaming import PathState, StreamLayout
+from ..inference.streaming import PathState, StreamLayout
+from ..models import add_privatized_gradient, privatized_gradient
+from .kernels import EXACT_STEPS_BELOW, step_ratio, step_ratio_coefficients, sum_of_squares
 
 # the kernel's scalar helpers, as plain Python (their step-size accuracy is
 # tested against exact powers separately)
@@ -44,7 +44,7 @@ def step_sizes_twin(n: int, c: float, gamma: float) -> np.ndarray:
 
 def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,
               layout: StreamLayout, batch_size: int = 1):
-    """Twin of :func:`ldpsim.recursion.run_path`, scalar and vector models alike.
+    """Twin of :func:`ldpsim.recursion.kernels.run_path`, scalar and vector models alike.
 
     Coordinate by coordinate it does what both kernels do, in the same
     order, so it must agree with either exactly.

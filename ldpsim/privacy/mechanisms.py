@@ -19,8 +19,8 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 from scipy import optimize, special
 
-from ._dispatch import by_record
-from ._jit import jit
+from ..engine.dispatch import by_record
+from ..engine.jit import jit
 
 _SQRT2 = math.sqrt(2.0)
 

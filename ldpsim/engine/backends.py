@@ -9,8 +9,8 @@ by ``RAY_ADDRESS`` or on a local Ray instance started and stopped here.
 ``dask`` needs the ``cluster`` extra, ``ray`` the ``ray`` extra.
 
 The backend never changes the results: every replication seeds itself from
-its identity (:mod:`ldpsim.rng`), and workers return their chunks to this
-process, which saves them (:func:`ldpsim.driver.simulate`), so workers need
+its identity (:mod:`ldpsim.engine.rng`), and workers return their chunks to this
+process, which saves them (:func:`ldpsim.engine.driver.simulate`), so workers need
 no shared disk.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from joblib import cpu_count, parallel_config
 
-from .config import ConfigError
+from .errors import ConfigError
 
 #: The ``--backend`` choices.
 BACKENDS = ("loky", "threading", "dask", "ray")
@@ -32,7 +32,7 @@ EXTRAS = {"dask": ("distributed", "cluster"), "ray": ("ray.util.joblib", "ray")}
 #: Backends whose joblib ``Parallel`` can hand results over as they finish
 #: (``return_as="generator_unordered"``). Ray's backend is built on
 #: ``multiprocessing.Pool``, for which joblib refuses generators; it runs in
-#: waves instead (:func:`ldpsim.driver.simulate`).
+#: waves instead (:func:`ldpsim.engine.driver.simulate`).
 STREAMING = ("loky", "threading", "dask")
 #: Seconds to wait for a dask scheduler to answer.
 CONNECT_TIMEOUT = 10

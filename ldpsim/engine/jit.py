@@ -4,7 +4,7 @@ Every kernel in ldpsim is compiled with :data:`JIT_OPTIONS` through :func:`jit`.
 
 Numba's on-disk cache only notices edits to the file that holds the cached
 function, not to the jitted functions it calls from other modules (a model's
-gradient is called by the recursion kernel in ``recursion.py``). To never run
+gradient is called by the recursion kernels in ``recursion/kernels.py``). To never run
 stale machine code, the cache lives in a directory named after a hash of the
 whole package source, unless the user set ``NUMBA_CACHE_DIR`` themselves.
 This must run before numba is imported, which is why ``ldpsim/__init__.py``
@@ -18,11 +18,11 @@ import os
 import sys
 from pathlib import Path
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # ldpsim/
 
 
 def source_hash(names=None) -> str:
-    """Hash of the package's Python sources (or of the files or folders ``names``)."""
+    """Hash of the package's Python sources (or of the files or folders ``names``, relative to ``ldpsim/``)."""
     roots = [_PACKAGE_DIR / name for name in names] if names else [_PACKAGE_DIR]
     paths = sorted({p for root in roots for p in ([root] if root.is_file() else root.rglob("*.py"))})
     digest = hashlib.sha256()

@@ -67,6 +67,22 @@ def batch_ends(n: int, gamma: float) -> np.ndarray:
     return ends
 
 
+def checkpoint_grid(n: int, count: int, k_min: int) -> np.ndarray:
+    """About ``count`` log-spaced integer checkpoints from ``k_min`` to ``n`` (both included).
+
+    Rounding makes repeats at small ``k``; they are dropped, so fewer than
+    ``count`` may remain (never more than ``n - k_min + 1``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Strictly increasing ``int64`` array, first ``k_min``, last ``n``.
+    """
+    grid = np.unique(np.rint(np.geomspace(k_min, n, count)).astype(np.int64))
+    grid[0], grid[-1] = k_min, n  # geomspace's ends are not exact in floating point
+    return np.unique(grid)
+
+
 @dataclass(frozen=True)
 class StreamLayout:
     """Where the streamed blocks and batches end for one setting.

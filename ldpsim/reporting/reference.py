@@ -1,6 +1,6 @@
 """The papers' published tables, and a comparison of a run against them.
 
-Reference values live in ``ldpsim/data/paper_tables.yaml``; each table
+Reference values live in ``ldpsim/reporting/data/paper_tables.yaml``; each table
 names its source (``000``: Dette & Graw, Section 4). A coverage agrees when
 it is within a given number of *combined* standard errors,
 ``sqrt(se_run^2 + se_paper^2)``; lengths are compared as ratios.
@@ -21,7 +21,7 @@ DEFAULT_TABLES = {"quantile": "table1_quantile", "quantile_regression": "table2_
 
 def paper_tables() -> dict:
     """All reference tables, keyed by name (``table1_quantile``, ...)."""
-    text = resources.files("ldpsim").joinpath("data/paper_tables.yaml").read_text()
+    text = resources.files("ldpsim.reporting").joinpath("data/paper_tables.yaml").read_text()
     return yaml.safe_load(text)
 
 

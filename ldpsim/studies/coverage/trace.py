@@ -5,7 +5,7 @@ One path of a scalar model runs once; at log-spaced checkpoints
 interval *as if the path ended at k*:
 
 * ``theta_bar_k`` and the random-scaling ``V_k``: read off the three centred
-  sums of :mod:`ldpsim.recursion` (``sn_read``), which are valid at any step;
+  sums of :mod:`ldpsim.recursion.kernels` (``sn_read``), which are valid at any step;
 * the block sums of checkpoint ``k``: blocks of length ``l_k = floor(k^beta)``,
   ``m_k = floor(k / l_k)`` of them;
 * the batch sums of checkpoint ``k``: Chen et al.'s batches for ``k`` steps,
@@ -23,7 +23,7 @@ Updating every open stream at every step would cost ``O(C)`` per step. Instead
 the iterates between two consecutive ends of *any* stream (an event) lie in
 one block or batch of every stream, so they are summed once, into a segment
 sum, which is added to each open stream at the event. A step costs one
-addition more than :func:`ldpsim.recursion.run_path`; an event costs one per
+addition more than :func:`ldpsim.recursion.kernels.run_path`; an event costs one per
 open stream, and there are at most as many events as buffer entries. The
 sums are exact sums of the iterates, grouped differently (rounding differs
 from a left-to-right sum by ~1e-15 relative). The last checkpoint's two
@@ -31,8 +31,8 @@ streams add every iterate, as ``run_path`` does, so its state equals
 ``run_path``'s bit for bit and its row is replication 0 of ``run``.
 
 The intervals are then computed per checkpoint by the functions of
-:mod:`ldpsim.inference` on a :class:`~ldpsim.streaming.PathState` and
-:class:`~ldpsim.streaming.StreamLayout` built for that checkpoint.
+:mod:`ldpsim.inference.intervals` on a :class:`~ldpsim.inference.streaming.PathState` and
+:class:`~ldpsim.inference.streaming.StreamLayout` built for that checkpoint.
 """
 
 from __future__ import annotations
@@ -47,29 +47,29 @@ from pathlib import Path
 
 import numpy as np
 
-from . import config as cfg
-from . import inference
-from ._jit import jit
-from .models import build_model, privatized_gradient
-from .recursion import sn_add, sn_read, sn_recentre, step_ratio_coefficients, step_size
-from .rng import replication_generator
-from .streaming import PathState, StreamLayout, floor_power
+from ...engine import config as cfg
+from ...engine.errors import MissingExtra
+from ...engine.jit import jit
+from ...inference import intervals as inference
+from ...inference.streaming import PathState, StreamLayout, checkpoint_grid, floor_power
+from ...models import MODELS, build_model, privatized_gradient
+from ...recursion.kernels import sn_add, sn_read, sn_recentre, step_ratio_coefficients, step_size
+from ...engine.rng import replication_generator
+from ...reporting.figures import figure_class as _figure_class
+from ...reporting.meta import git_commit, machine, versions
+from .study import CoverageStudy
 
 #: Keys only ``trace`` takes, with their defaults.
 TRACE_DEFAULTS = {"checkpoints": 200, "k_min": 10}
 #: Methods of the figure unless the config says otherwise.
 TRACE_METHODS = ("BB", "BM", "SN")
 #: Keys a trace config may hold: the run keys but ``reps`` (one path), plus the trace keys.
-TRACE_KEYS = tuple(k for k in cfg.ALL_KEYS if k != "reps") + tuple(TRACE_DEFAULTS)
+TRACE_KEYS = tuple(k.name for k in CoverageStudy.keys) + ("seed",) + tuple(TRACE_DEFAULTS)
 #: The left panel of the figure ends, and the right one starts, at this fraction of n
 #: (000's Figure 1: 200000 of 1e6).
 PANEL_SPLIT = 0.2
 #: Streams per checkpoint: its blocks (BB), then its batches (BM).
 _STREAMS = 2
-
-
-class MissingExtra(RuntimeError):
-    """An optional dependency (an ``ldpsim[...]`` extra) is not installed; the message is one line."""
 
 
 # ---------------------------------------------------------------------------
@@ -121,25 +121,24 @@ def resolve_trace(mapping: dict, where: str = "config") -> TraceConfig:
     """
     if "reps" in mapping:
         raise cfg.ConfigError(f"reps = {mapping['reps']} does not apply in {where}: trace follows one path")
-    cfg._check_keys(mapping, where, TRACE_KEYS)
+    cfg.check_keys(mapping, where, TRACE_KEYS)
     raw = {**TRACE_DEFAULTS, "methods": list(TRACE_METHODS), **mapping}
     for key, value in raw.items():
         if key != "methods" and isinstance(value, (list, tuple)):
             raise cfg.ConfigError(f"{key} = {value} is a list; trace follows one path, so give one value")
-    count = cfg._as_int("checkpoints", raw.pop("checkpoints"))
-    k_min = cfg._as_int("k_min", raw.pop("k_min"))
-    cfg._check_range("checkpoints", count, count >= 2, "[2, inf)")
-    config = cfg.resolve({**raw, "reps": 1}, where)
+    count = cfg.as_int("checkpoints", raw.pop("checkpoints"))
+    k_min = cfg.as_int("k_min", raw.pop("k_min"))
+    cfg.check_range("checkpoints", count, count >= 2, "[2, inf)")
+    config = cfg.resolve({**raw, "reps": 1}, CoverageStudy(), where)
     setting = config.settings[0]
-    from .models import MODELS
 
     # the trace kernel is the scalar kernel with checkpoints, for one observation a step
     if MODELS[setting.model].dim != 1:
         raise cfg.ConfigError(f"model = {setting.model!r} has {MODELS[setting.model].dim} coordinates; "
                               f"trace draws scalar models: {', '.join(k for k, m in MODELS.items() if m.dim == 1)}")
-    cfg._check_range("batch_size", setting.batch_size, setting.batch_size == 1, "{1} (trace draws plain LDP-SGD)")
-    cfg._check_range("k_min", k_min, 2 <= k_min < setting.n, f"[2, n) = [2, {setting.n})")
-    values = {k: v for k, v in config.values.items() if k != "reps"}
+    cfg.check_range("batch_size", setting.batch_size, setting.batch_size == 1, "{1} (trace draws plain LDP-SGD)")
+    cfg.check_range("k_min", k_min, 2 <= k_min < setting.n, f"[2, n) = [2, {setting.n})")
+    values = {k: v for k, v in config.values.items() if k not in ("reps", "study")}
     values.update(checkpoints=count, k_min=k_min)
     return TraceConfig(setting, config.seed, config.methods, count, k_min, values)
 
@@ -156,22 +155,6 @@ def load_trace(path: str | Path | None = None, overrides: dict | None = None) ->
 # layout of the checkpoints
 
 
-def checkpoint_grid(n: int, count: int, k_min: int) -> np.ndarray:
-    """About ``count`` log-spaced integer checkpoints from ``k_min`` to ``n`` (both included).
-
-    Rounding makes repeats at small ``k``; they are dropped, so fewer than
-    ``count`` may remain.
-
-    Returns
-    -------
-    numpy.ndarray
-        Strictly increasing ``int64`` array, first ``k_min``, last ``n``.
-    """
-    grid = np.unique(np.rint(np.geomspace(k_min, n, count)).astype(np.int64))
-    grid[0], grid[-1] = k_min, n  # geomspace's ends are not exact in floating point
-    return np.unique(grid)
-
-
 @dataclass(frozen=True)
 class TraceLayout:
     """Where every checkpoint's blocks and batches end.
@@ -181,7 +164,7 @@ class TraceLayout:
     checkpoints : numpy.ndarray
         ``k_1 < ... < k_C``, ``int64``.
     layouts : tuple of StreamLayout
-        The layout of each checkpoint, as :func:`ldpsim.recursion.run_path`
+        The layout of each checkpoint, as :func:`ldpsim.recursion.kernels.run_path`
         would use for a path of ``k`` steps; a method a checkpoint is too short
         for (fewer than two blocks or batches) is switched off in its layout.
     ends : numpy.ndarray
@@ -335,7 +318,7 @@ def run_trace(model, gen: np.random.Generator, c: float, gamma: float, theta0: f
         A scalar model.
     gen : numpy.random.Generator
         The path's generator; the kernel advances it exactly as
-        :func:`ldpsim.recursion.run_path` would for the same ``n``.
+        :func:`ldpsim.recursion.kernels.run_path` would for the same ``n``.
     c, gamma : float
         Step size ``eta_i = c i^-gamma``.
     theta0 : float
@@ -492,11 +475,7 @@ def write_trace_csv(result: TraceResult, path: Path) -> None:
 
 def figure_class():
     """matplotlib's ``Figure`` (no pyplot, no global backend); :class:`MissingExtra` if not installed."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise MissingExtra("figure1.png needs matplotlib: pip install 'ldpsim[plot]'") from None
-    return Figure
+    return _figure_class("figure1.png")
 
 
 #: Line style of each method in the figure.
@@ -558,8 +537,6 @@ def _y_limits(result: TraceResult, keep: np.ndarray, ks: np.ndarray) -> tuple[fl
 
 
 def _meta(result: TraceResult, command) -> dict:
-    from .experiment import _git_commit, _machine, _versions
-
     return {
         "name": "trace",
         "config": result.config.values,
@@ -573,9 +550,9 @@ def _meta(result: TraceResult, command) -> dict:
         "intervals_s": round(result.seconds_intervals, 3),
         "written_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": command or sys.argv,
-        "versions": _versions(),
-        "git_commit": _git_commit(),
-        "machine": _machine(),
+        "versions": versions(),
+        "git_commit": git_commit(),
+        "machine": machine(),
     }
 
 

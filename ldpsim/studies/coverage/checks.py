@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .inference import uses_blocks
-from .config import Config, Setting
-from .models import build_model
+from ...engine.config import Config, Setting
+from ...inference.intervals import uses_blocks
+from ...models import build_model
 
 #: Multiplier laws with bounded support (Theorem 3.2 asks ``|epsilon_i| <= C``).
 BOUNDED_MULTIPLIERS = {

@@ -3,16 +3,16 @@
 ``theta_i = theta_{i-1} - eta_i A(g(X_i, theta_{i-1}))`` with ``eta_i = c i^-gamma``.
 The kernel draws each observation itself (no n-sized array exists), calls the
 model's registered privatized gradient and updates, in the same pass, the
-block sums, batch sums and random-scaling sums of :mod:`ldpsim.streaming`.
+block sums, batch sums and random-scaling sums of :mod:`ldpsim.inference.streaming`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit
-from .models.base import add_privatized_gradient, privatized_gradient
-from .streaming import PathState, StreamLayout
+from ..engine.jit import jit
+from ..inference.streaming import PathState, StreamLayout
+from ..models.base import add_privatized_gradient, privatized_gradient
 
 #: Below this step the step size is ``c * i**-gamma`` exactly; above it, it is
 #: updated by the ratio series of :func:`step_ratio` (a ``pow`` costs more

@@ -16,7 +16,7 @@ import inspect
 from numba.core import types
 from numba.extending import overload
 
-from ._jit import JIT_OPTIONS
+from .jit import JIT_OPTIONS
 
 
 def by_record(stub):

@@ -17,7 +17,7 @@ PNG per statistic and per combination of the other varied keys (``tau``, ...),
 One cell per (gamma, beta) with its number printed in it; cells with
 ``beta <= gamma`` (outside Theorem 3.2) are hatched and a legend says so.
 matplotlib is imported only when a map is drawn (extra ``plot``); without it
-:class:`ldpsim.trace.MissingExtra` is raised with a one-line message.
+:class:`ldpsim.engine.errors.MissingExtra` is raised with a one-line message.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from ...engine.errors import MissingExtra
 from .summary import key_columns
-from .trace import MissingExtra
 
 #: The note on hatched cells.
 OUTSIDE = "outside Theorem 3.2 (beta <= gamma)"
@@ -154,7 +154,7 @@ def write_heatmaps(rows: list[dict], out: Path, level: float | None = None) -> l
     ------
     ValueError
         If the rows do not vary both gamma and beta.
-    ldpsim.trace.MissingExtra
+    ldpsim.engine.errors.MissingExtra
         If matplotlib is not installed.
     """
     if not is_sweep(rows):

@@ -1,0 +1,426 @@
+"""Run configuration: YAML (or command-line) values validated against a study's keys.
+
+A study declares its config keys as :class:`Key` objects: the type, the
+default, the allowed range and whether a list value is a grid axis. Keys are
+named after the papers' symbols and double as command-line names
+(``--set KEY=VALUE`` works for each). :func:`resolve` checks every value
+(one-line :class:`~ldpsim.engine.errors.ConfigError` naming the key, the
+value and what is allowed), expands the grid keys into the Cartesian grid of
+:class:`Setting` objects (the last grid key, ``n``, varying fastest) and asks
+the study to complete, cross-check and seed each setting. Conditions under
+which the theory does not hold give one
+:class:`~ldpsim.engine.errors.ConfigWarning` per kind.
+
+Nothing here knows a study: :mod:`ldpsim.studies` picks the study named by
+the ``study`` key and hands it to :func:`resolve`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import math
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from .errors import ConfigError, ConfigWarning
+
+
+def show(value) -> str:
+    """A value as messages print it: strings quoted, everything else as ``str``."""
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+@dataclass(frozen=True)
+class Range:
+    """An interval of allowed numbers, printed as in the messages: ``(0, 1)``, ``[1, inf)``.
+
+    Parameters
+    ----------
+    text : str
+        The interval in the usual notation, ``(0, inf]``, ``[0.05, 0.9999]``.
+    label : str, optional
+        What messages say instead of ``text`` (``"the finite reals"``).
+    """
+
+    text: str
+    label: str | None = None
+    low: float = field(init=False)
+    high: float = field(init=False)
+
+    def __post_init__(self):
+        match = re.fullmatch(r"([\[(])\s*([^,]+),\s*([^\])]+)([\])])", self.text)
+        if match is None:
+            raise ValueError(f"bad interval {self.text!r}")
+        object.__setattr__(self, "low", float(match.group(2)))
+        object.__setattr__(self, "high", float(match.group(3)))
+
+    def __contains__(self, x) -> bool:
+        low_ok = x >= self.low if self.text[0] == "[" else x > self.low
+        high_ok = x <= self.high if self.text[-1] == "]" else x < self.high
+        return bool(low_ok and high_ok)
+
+    def __str__(self) -> str:
+        return self.label or self.text
+
+
+def check_range(key: str, value, ok: bool, allowed) -> None:
+    """Raise ``"{key} = {value} is outside {allowed}"`` unless ``ok``."""
+    if not ok:
+        raise ConfigError(f"{key} = {show(value)} is outside {allowed}")
+
+
+def as_int(key: str, value) -> int:
+    """An integer from an int, an integral float or a number written as a string (``"1e6"``)."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{key} = {show(value)} is not an integer")
+    if isinstance(value, int):
+        return value
+    number = value
+    if isinstance(value, str):  # PyYAML reads 1e8 as a string
+        try:
+            number = float(value)
+        except ValueError:
+            raise ConfigError(f"{key} = {show(value)} is not an integer") from None
+    if isinstance(number, float) and math.isfinite(number) and number.is_integer():
+        return int(number)
+    raise ConfigError(f"{key} = {show(value)} is not an integer")
+
+
+def as_float(key: str, value) -> float:
+    """A float from a number or a number written as a string (``"inf"``, ``"5e-1"``); NaN is refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ConfigError(f"{key} = {show(value)} is not a number")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ConfigError(f"{key} = {show(value)} is not a number") from None
+    if math.isnan(number):
+        raise ConfigError(f"{key} = {show(value)} is not a number")
+    return number
+
+
+#: What a single value of each kind is called in messages.
+_KIND_NAMES = {"int": "integer", "float": "number", "choice": "value", "choices": "list", "any": "value"}
+
+
+@dataclass(frozen=True)
+class Key:
+    """One config key of a study.
+
+    Parameters
+    ----------
+    name : str
+        The key, as configs and ``--set`` spell it.
+    kind : {'int', 'float', 'choice', 'choices', 'any'}
+        ``choice``: one of ``choices``; ``choices``: a non-empty list of
+        ``choices``, kept in their order; ``any``: converted by ``convert``.
+    default : object
+        Value when the config does not give one.
+    grid : bool
+        Whether a list value expands into a grid axis; other keys take one
+        value per run.
+    range : Range, optional
+        Allowed numbers (``int`` and ``float`` keys).
+    choices : tuple of str
+        Allowed values (``choice`` and ``choices`` keys).
+    nullable : bool
+        Whether ``None`` is a value (``mechanism``: the model's own default).
+    convert : callable, optional
+        ``convert(name, value) -> value`` for ``any`` keys; raises ConfigError.
+    help : str
+        One line for the README's key table and ``--help``.
+    """
+
+    name: str
+    kind: str = "float"
+    default: Any = None
+    grid: bool = True
+    range: Range | None = None
+    choices: tuple = ()
+    nullable: bool = False
+    convert: Callable | None = None
+    help: str = ""
+
+    def parse(self, value):
+        """One value of this key, converted and checked (a grid key's list: one element)."""
+        if value is None and self.nullable:
+            return None
+        if self.kind == "int":
+            value = as_int(self.name, value)
+        elif self.kind == "float":
+            value = as_float(self.name, value)
+        elif self.kind == "choice":
+            if not isinstance(value, str) or value not in self.choices:
+                raise ConfigError(f"{self.name} = {show(value)} is not one of: {', '.join(self.choices)}")
+        elif self.kind == "choices":
+            given = as_list(value)
+            for item in given:
+                if not isinstance(item, str) or item not in self.choices:
+                    raise ConfigError(f"{self.name} contains {show(item)}; allowed: {', '.join(self.choices)}")
+            if not given:
+                raise ConfigError(f"{self.name} = [] is empty; allowed: {', '.join(self.choices)}")
+            return tuple(c for c in self.choices if c in given)
+        elif self.convert is not None:
+            value = self.convert(self.name, value)
+        if self.range is not None:
+            check_range(self.name, value, value in self.range, self.range)
+        return value
+
+    def values(self, raw) -> list:
+        """All values given for this key: a grid key's list (repeats dropped), or the one value."""
+        if self.kind == "choices" or not isinstance(raw, (list, tuple)):
+            return [self.parse(raw)]
+        if not self.grid:
+            raise ConfigError(f"{self.name} = {show(raw)} must be a single {_KIND_NAMES.get(self.kind, 'value')}, "
+                              "not a list")
+        if not raw:
+            raise ConfigError(f"{self.name} = [] is empty")
+        return list(dict.fromkeys(self.parse(v) for v in raw))  # drop repeats, keep order
+
+
+def as_list(value) -> list:
+    """``value`` as a list (a scalar is a list of one; ``None`` is the empty list)."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+class Setting:
+    """One point of a study's grid: a value per grid key, and the identity of its random streams.
+
+    Values read as attributes (``setting.tau``); a setting is immutable,
+    hashable and picklable (tasks carry it to workers).
+
+    Parameters
+    ----------
+    values : dict
+        Grid key -> value, in the study's key order.
+    seed_key : int
+        Replication ``r`` of the setting draws from
+        ``SeedSequence(root, spawn_key=(seed_key, r))`` (:mod:`ldpsim.engine.rng`).
+    """
+
+    __slots__ = ("_values", "seed_key")
+
+    def __init__(self, values: dict, seed_key: int = 0):
+        object.__setattr__(self, "_values", dict(values))
+        object.__setattr__(self, "seed_key", int(seed_key))
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"setting has no key {name!r}") from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError("a Setting is immutable; use replace()")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Key -> value, in the study's key order."""
+        return dict(self._values)
+
+    def replace(self, **changes) -> "Setting":
+        """A copy with some values changed (same seed key)."""
+        return Setting({**self._values, **changes}, self.seed_key)
+
+    def _identity(self):
+        return tuple(self._values.items()), self.seed_key
+
+    def __eq__(self, other):
+        return isinstance(other, Setting) and self._identity() == other._identity()
+
+    def __hash__(self):
+        return hash(self._identity())
+
+    def __reduce__(self):
+        return Setting, (self._values, self.seed_key)
+
+    def __repr__(self):
+        return "Setting(" + ", ".join(f"{k}={v!r}" for k, v in self._values.items()) + ")"
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated run: the study, its grid of settings and its per-run keys.
+
+    The per-run keys of the study (``methods``, ``checkpoints``, ...) read as
+    attributes too: ``config.methods`` is ``config.options["methods"]``.
+
+    Attributes
+    ----------
+    study : ldpsim.studies.base.Study
+        What the run computes (``study.name`` is the config's ``study`` value).
+    settings : tuple of Setting
+        Grid points, the last grid key (``n``) varying fastest.
+    reps : int
+        Monte Carlo replications per setting.
+    seed : int
+        Root seed.
+    options : dict
+        The study's per-run keys (not grid axes).
+    varied : tuple of str
+        Grid keys with more than one value.
+    values : dict
+        The resolved key -> value (or list) mapping, as recorded in meta.json.
+    """
+
+    study: Any
+    settings: tuple[Setting, ...]
+    reps: int
+    seed: int
+    options: dict
+    varied: tuple[str, ...]
+    values: dict
+
+    def __getattr__(self, name):
+        options = self.__dict__.get("options", {})
+        if name in options:
+            return options[name]
+        raise AttributeError(f"config has no key {name!r}")
+
+
+#: Keys every study takes, after its own: which study, how many replications, the root seed.
+RUN_KEYS = (
+    Key("reps", "int", 500, grid=False, range=Range("[1, inf)"), help="Monte Carlo replications per setting"),
+    Key("seed", "int", 20240501, grid=False, range=Range("[0, inf)"), help="root seed"),
+)
+
+
+def check_keys(mapping: dict, where: str, allowed) -> None:
+    """Refuse a key that is not in ``allowed``, with a guess at the one meant."""
+    allowed = list(allowed)
+    for key in mapping:
+        if key not in allowed:
+            guess = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+            raise ConfigError(f"unknown key {show(key)} in {where}{hint}; allowed: {', '.join(allowed)}")
+
+
+def warn_grouped(found: dict[str, list[str]], kinds: dict[str, tuple[str, str]], total: int) -> None:
+    """One :class:`ConfigWarning` per kind of condition, however many settings meet it.
+
+    Parameters
+    ----------
+    found : dict
+        Kind -> the messages of the settings that meet it.
+    kinds : dict
+        Kind -> (what the condition is called, why it matters).
+    total : int
+        Number of settings.
+
+    A kind met with one message (one offending value) warns with that
+    message; a sweep that crosses a boundary on purpose (``beta <= gamma`` in
+    10 of 50 cells) gets one line counting the settings and naming the first.
+    """
+    for kind, messages in found.items():
+        distinct = list(dict.fromkeys(messages))
+        if len(distinct) == 1:
+            text = distinct[0]
+        else:
+            label, why = kinds[kind]
+            first = distinct[0].split(":")[0].split(";")[0]
+            text = f"{label} in {len(messages)} of {total} settings (first: {first}): {why}"
+        warnings.warn(text, ConfigWarning, stacklevel=4)
+
+
+def resolve(mapping: dict, study, where: str = "config") -> Config:
+    """Validate a raw key -> value mapping (defaults filled in) into a :class:`Config` of ``study``.
+
+    Parameters
+    ----------
+    mapping : dict
+        The study's keys (``study`` itself, if present, is taken as already
+        read); grid keys may hold lists.
+    study : ldpsim.studies.base.Study
+        Declares the keys (``study.keys``) and completes, checks and seeds
+        each setting.
+    where : str
+        Where the mapping came from, for error messages.
+
+    Returns
+    -------
+    Config
+
+    Raises
+    ------
+    ConfigError
+        On the first bad key or value.
+    """
+    mapping = {k: v for k, v in mapping.items() if k != "study"}
+    keys = tuple(study.keys) + RUN_KEYS
+    check_keys(mapping, where, [k.name for k in keys] + ["study"])
+    raw = {k.name: mapping.get(k.name, k.default) for k in keys}
+
+    options = {}
+    for key in keys:
+        if not key.grid:
+            options[key.name] = key.values(raw[key.name])[0]
+    axes = {key.name: key.values(raw[key.name]) for key in keys if key.grid}
+    combos = (dict(zip(axes, combo)) for combo in itertools.product(*axes.values()))
+    # a study blanks keys a setting does not read, so that repeats collapse
+    settings = tuple(dict.fromkeys(study.make_setting(values) for values in combos))
+
+    for s in settings:
+        study.validate(s, options)
+    found: dict[str, list[str]] = {}
+    for s in settings:
+        for kind, message in study.warnings(s, options):
+            found.setdefault(kind, []).append(message)
+    warn_grouped(found, study.warning_kinds, len(settings))
+
+    axes = {k: list(dict.fromkeys(getattr(s, k) for s in settings)) for k in axes}
+    varied = tuple(k for k in axes if len(axes[k]) > 1)
+    values = {k: (v if len(v) > 1 else v[0]) for k, v in axes.items()}
+    values.update({k: list(v) if isinstance(v, tuple) else v for k, v in options.items()})
+    values["study"] = study.name
+    reps, seed = options.pop("reps"), options.pop("seed")
+    return Config(study, settings, reps, seed, options, varied, values)
+
+
+def load_yaml(path: str | Path) -> dict:
+    """Read a config file into a mapping, with one-line errors."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {str(path)!r} not found") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {str(path)!r} cannot be read: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {problem}{where}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {str(path)!r} must hold a mapping of keys to values")
+    return data
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """Parse a ``--set KEY=VALUE`` argument; VALUE is read as YAML (``[0.5, 0.9]``, ``inf``).
+
+    The key is checked later, against the keys of the config's study.
+    """
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"--set expects KEY=VALUE, got {text!r}")
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        parsed = value
+    return key, parsed
+
+
+__all__ = ["Config", "ConfigError", "ConfigWarning", "Key", "RUN_KEYS", "Range", "Setting", "as_float", "as_int",
+           "as_list", "check_keys", "check_range", "load_yaml", "parse_assignment", "resolve", "show"]

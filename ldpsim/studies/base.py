@@ -1,0 +1,140 @@
+"""What a study is: the seam between the generic engine and one kind of simulation.
+
+A study answers four questions, and the engine asks nothing else:
+
+1. **Which keys does a config hold?** :attr:`Study.keys` (grid axes and
+   per-run keys, :class:`~ldpsim.engine.config.Key`); :meth:`Study.make_setting`
+   completes a grid point and gives it the identity its random streams are
+   seeded from; :meth:`Study.validate` and :meth:`Study.warnings` check it.
+2. **What does one replication compute?** :meth:`Study.prepare` builds what a
+   chunk of replications shares (model, layouts), :meth:`Study.replicate`
+   runs one replication from its generator, by the jitted kernel or, with
+   ``twin=True``, by the kernel's plain-Python twin, and returns named
+   arrays (one entry, ``ok``, says whether it is usable).
+3. **How are chunks summarised?** :meth:`Study.summarize` turns the
+   replications of every setting into tables of rows (long format, each
+   statistic with its Monte Carlo standard error); ``summary`` is the main
+   one, others (``rates``) are written beside it.
+4. **How are they drawn?** :meth:`Study.write_outputs` writes tables and
+   figures from those rows (also when ``ldpsim table DIR`` re-renders them
+   from the CSV files) and :meth:`Study.render` gives the text printed at the
+   end of a run.
+
+The driver (:mod:`ldpsim.engine.driver`) seeds replications, cuts them into
+chunks, stores and resumes chunks and runs them on a backend without
+knowing what they hold.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..engine.config import Config, Key, Setting
+from ..engine.rng import replication_generator
+
+
+class Study(ABC):
+    """Base class of the studies; subclasses are registered in :data:`ldpsim.studies.STUDIES`."""
+
+    #: The config's ``study`` value.
+    name: ClassVar[str]
+    #: One line: what the study estimates.
+    title: ClassVar[str] = ""
+    #: Config keys, grid axes in grid order (the last varies fastest), then per-run keys.
+    keys: ClassVar[tuple[Key, ...]]
+    #: Kind of out-of-theory warning -> (what the condition is called, why it matters).
+    warning_kinds: ClassVar[dict[str, tuple[str, str]]] = {}
+    #: Package paths (relative to ``ldpsim/``) whose code decides what a chunk
+    #: holds: a change to any of them makes ``--resume`` recompute saved chunks.
+    compute_sources: ClassVar[tuple[str, ...]] = ()
+    #: The tables :meth:`summarize` returns, each written as ``<name>.csv``; ``summary`` first.
+    tables: ClassVar[tuple[str, ...]] = ("summary",)
+    #: Bumped when the arrays of a chunk change meaning.
+    chunk_format: ClassVar[int] = 1
+
+    # --- configuration ----------------------------------------------------
+
+    def make_setting(self, values: dict) -> Setting:
+        """A grid point from one value per grid key: blank what does not apply, seed it."""
+        return Setting(values, self.seed_key(values))
+
+    @abstractmethod
+    def seed_key(self, values: dict) -> int:
+        """Integer identity of a setting's random streams (a hash of what shapes them)."""
+
+    def validate(self, setting: Setting, options: dict) -> None:
+        """Raise :class:`~ldpsim.engine.errors.ConfigError` if ``setting`` cannot run (keys checked together)."""
+
+    def warnings(self, setting: Setting, options: dict) -> list[tuple[str, str]]:
+        """``(kind, message)`` pairs for conditions outside the theory (kinds in :attr:`warning_kinds`)."""
+        return []
+
+    def chunk_identity(self, config: Config) -> dict:
+        """What, besides a setting and the seed, decides what its chunks hold (the per-run keys)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in config.options.items()}
+
+    # --- computing -------------------------------------------------------
+
+    @abstractmethod
+    def steps(self, setting: Setting) -> int:
+        """The cost of one replication in SGD steps (chunk sizes and the progress bar count these)."""
+
+    def warm_up(self, config: Config) -> None:
+        """Compile (or load from the cache) the kernels once, before workers start."""
+
+    @abstractmethod
+    def prepare(self, setting: Setting, options: dict, twin: bool = False) -> Any:
+        """What the replications of a chunk share (model, layouts); ``twin`` selects the Python twin."""
+
+    @abstractmethod
+    def replicate(self, job: Any, gen: np.random.Generator) -> dict[str, np.ndarray]:
+        """One replication, drawing everything from ``gen``: named arrays, ``ok`` among them."""
+
+    def run_chunk(self, setting: Setting, options: dict, root_seed: int, start: int, stop: int,
+                  twin: bool = False) -> dict[str, np.ndarray]:
+        """Replications ``start .. stop - 1`` of ``setting``, each array stacked along a first axis.
+
+        Replication ``r`` draws from ``SeedSequence(root_seed, spawn_key=(setting.seed_key, r))``,
+        whatever chunk it is in and whoever runs it.
+        """
+        job = self.prepare(setting, options, twin)
+        reps = [self.replicate(job, replication_generator(root_seed, setting.seed_key, r)) for r in range(start, stop)]
+        return {name: np.stack([np.asarray(rep[name]) for rep in reps]) for name in reps[0]}
+
+    # --- summarising and drawing ----------------------------------------
+
+    @abstractmethod
+    def summarize(self, config: Config, chunks: list[dict[str, np.ndarray]]) -> dict[str, list[dict]]:
+        """Tables of rows from every setting's replications; ``summary`` first (``summary.csv``)."""
+
+    @abstractmethod
+    def write_outputs(self, out: Path, tables: dict[str, list[dict]], meta: dict) -> list[str]:
+        """Write the tables and figures drawn from ``tables`` into ``out``; return the file names.
+
+        ``meta`` is what ``meta.json`` holds (``config``, ``varied``, ``name``).
+        Figures that need a missing extra are skipped with one line on stderr.
+        """
+
+    def render(self, tables: dict[str, list[dict]], meta: dict) -> str:
+        """The text a run prints at its end (the main table, in markdown)."""
+        return ""
+
+
+def title_of(meta: dict, keys) -> str | None:
+    """Table title: run name and the values every row shares (``None``: a key that does not apply).
+
+    ``None`` for a run whose ``meta.json`` is missing.
+    """
+    if "config" not in meta:
+        return None
+    values, varied = meta["config"], meta.get("varied", [])
+    fixed = ", ".join(f"{k} = {values[k]}" for k in keys
+                      if k not in varied and k != "n" and values.get(k) is not None)
+    return f"{meta.get('name', 'run')}: {fixed}, reps = {values['reps']}"
+
+
+__all__ = ["Study", "title_of"]

@@ -1,0 +1,157 @@
+"""The trajectory kernel: one LDP-SGD path with the squared error recorded at checkpoints.
+
+At steps ``k_1 < ... < k_C = n`` the kernel records, for the last iterate and
+for the average of the iterates,
+
+    ||theta_k - theta*||^2    and    ||theta_bar_k - theta*||^2.
+
+It runs the recursion of :mod:`ldpsim.recursion.kernels` with the same step
+sizes and draws from the replication's generator in the same order, so a
+setting's paths are the coverage study's paths. Every model runs through one
+vector loop (scalar models through their vector form,
+:func:`ldpsim.models.base.register_scalar`). Memory is the ``2C`` recorded
+numbers and a few ``(d,)`` work arrays, never ``O(n)``: the average is
+streamed as the sum of ``theta_i - theta*``, centred at the truth so that
+the sum stays small and loses nothing to cancellation.
+
+:func:`trajectory_twin` repeats the kernel in plain Python, operation for
+operation; tests require identical output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...engine.jit import jit
+from ...models import add_privatized_gradient
+from ...recursion.kernels import step_ratio_coefficients, step_size
+from ...recursion.twins import step_sizes_twin
+
+
+@jit
+def _trajectory_path(params, gen, n, batch_size, c, gamma, theta, theta_star, grad, dev, checkpoints, last, average):
+    # theta starts at theta0; grad and dev are zeroed (d,) work arrays of the wrapper.
+    d = theta.shape[0]
+    n_ck = checkpoints.shape[0]
+    q = 0
+    next_ck = checkpoints[0]
+    pow2 = 1
+    ratio = step_ratio_coefficients(gamma)
+    inv_s = 1.0 / batch_size
+    eta = c
+    for i in range(1, n + 1):
+        eta = step_size(i, pow2, eta, c, gamma, ratio)
+        w = eta * inv_s
+        for _ in range(batch_size):
+            add_privatized_gradient(params, theta, gen, grad)
+        for j in range(d):
+            x = theta[j] - w * grad[j]
+            grad[j] = 0.0
+            theta[j] = x
+            dev[j] += x - theta_star[j]
+        if i == pow2:
+            pow2 *= 2
+            finite = True
+            for j in range(d):
+                finite = finite and np.isfinite(dev[j])
+            if not finite:  # diverged: stop, the driver counts it
+                return i
+        if i == next_ck:
+            inv_i = 1.0 / i
+            sq_last = 0.0
+            sq_avg = 0.0
+            for j in range(d):
+                e = theta[j] - theta_star[j]
+                sq_last += e * e
+                m = dev[j] * inv_i
+                sq_avg += m * m
+            last[q] = sq_last
+            average[q] = sq_avg
+            q += 1
+            next_ck = checkpoints[q] if q < n_ck else n + 1
+    return n
+
+
+def run_trajectory(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,
+                   checkpoints: np.ndarray, batch_size: int = 1):
+    """Run one path of ``n`` steps and record its squared errors at ``checkpoints``.
+
+    Parameters
+    ----------
+    model : ldpsim.models.Model
+        Supplies the kernel parameters and ``theta_star``.
+    gen : numpy.random.Generator
+        The replication's generator; the kernel advances it.
+    n : int
+        Steps; ``checkpoints[-1] <= n``.
+    c, gamma : float
+        Step size ``eta_i = c i^-gamma``.
+    theta0 : float
+        Starting value of every coordinate.
+    checkpoints : numpy.ndarray
+        Strictly increasing ``int64`` steps ``>= 1``.
+    batch_size : int
+        Observations per step.
+
+    Returns
+    -------
+    last, average : numpy.ndarray
+        ``||theta_k - theta*||^2`` and ``||theta_bar_k - theta*||^2`` per
+        checkpoint; NaN from a divergence on.
+    steps : int
+        Steps completed: ``n``, or fewer if the path diverged and stopped.
+    """
+    d = model.dim
+    theta = np.full(d, float(theta0))
+    work = np.zeros((2, d))  # grad, dev
+    last = np.full(checkpoints.shape[0], np.nan)
+    average = np.full(checkpoints.shape[0], np.nan)
+    steps = _trajectory_path(model.kernel_params(), gen, int(n), int(batch_size), float(c), float(gamma), theta,
+                             np.asarray(model.theta_star(), dtype=float), work[0], work[1],
+                             np.asarray(checkpoints, dtype=np.int64), last, average)
+    if steps < n:  # checkpoints passed before the divergence was seen may already be far off
+        last[:] = np.nan
+        average[:] = np.nan
+    return last, average, int(steps)
+
+
+def trajectory_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,
+                    checkpoints: np.ndarray, batch_size: int = 1):
+    """Plain-Python twin of :func:`run_trajectory`: the same arithmetic in the same order."""
+    d = model.dim
+    params = model.kernel_params()
+    theta_star = np.asarray(model.theta_star(), dtype=float)
+    theta = np.full(d, float(theta0))
+    grad, dev = np.zeros(d), np.zeros(d)
+    etas = step_sizes_twin(n, c, gamma)
+    last = np.full(len(checkpoints), np.nan)
+    average = np.full(len(checkpoints), np.nan)
+    q, pow2, inv_s = 0, 1, 1.0 / batch_size
+    for i in range(1, n + 1):
+        w = etas[i - 1] * inv_s
+        for _ in range(batch_size):
+            add_privatized_gradient(params, theta, gen, grad)
+        for j in range(d):
+            x = theta[j] - w * grad[j]
+            grad[j] = 0.0
+            theta[j] = x
+            dev[j] += x - theta_star[j]
+        if i == pow2:
+            pow2 *= 2
+            if not np.isfinite(dev).all():
+                last[:], average[:] = np.nan, np.nan
+                return last, average, i
+        if q < len(checkpoints) and i == checkpoints[q]:
+            inv_i = 1.0 / i
+            sq_last, sq_avg = 0.0, 0.0
+            for j in range(d):
+                e = theta[j] - theta_star[j]
+                sq_last += e * e
+                m = dev[j] * inv_i
+                sq_avg += m * m
+            last[q], average[q] = sq_last, sq_avg
+            q += 1
+    return last, average, n
+
+
+__all__ = ["run_trajectory", "trajectory_twin"]

@@ -1,0 +1,67 @@
+"""Summaries of error trajectories: mean squared distance per checkpoint, and its decay rate.
+
+Shared by every study that records a distance along a path at checkpoints
+``k`` (rows in long format; later studies reuse the column names):
+
+* :func:`trajectory_rows`: per estimator and checkpoint, ``distance`` (the
+  mean over replications) and ``distance_se`` (its standard error);
+* :func:`rate_row`: the least-squares slope of ``log distance`` against
+  ``log k`` over the last ``decades`` of checkpoints, with a 95% delta-method
+  interval (:func:`ldpsim.reporting.stats.loglog_slope`), next to the
+  theoretical slope where one is known.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...reporting.stats import loglog_slope, mean_se
+
+#: Level of the slope intervals.
+RATE_LEVEL = 0.95
+
+
+def trajectory_rows(keys: dict, estimator: str, checkpoints, samples, n_failed: int) -> list[dict]:
+    """One row per checkpoint: ``keys``, ``estimator``, ``k``, ``distance``, ``distance_se``, ``reps``, ``n_failed``.
+
+    ``samples`` is ``(R, C)``, the usable replications' distances at the ``C`` checkpoints.
+    """
+    rows = []
+    for q, k in enumerate(np.asarray(checkpoints)):
+        mean, se = mean_se(samples[:, q])
+        rows.append({**keys, "estimator": estimator, "k": int(k), "distance": mean, "distance_se": se,
+                     "reps": int(samples.shape[0]), "n_failed": int(n_failed)})
+    return rows
+
+
+def fit_window(checkpoints, decades: float) -> np.ndarray:
+    """Mask of the checkpoints in the last ``decades`` decades: ``k >= k_C / 10^decades``."""
+    ks = np.asarray(checkpoints, dtype=float)
+    return ks >= ks[-1] / 10.0 ** decades * (1.0 - 1e-12)
+
+
+def rate_row(keys: dict, estimator: str, checkpoints, samples, decades: float, theory) -> dict:
+    """The decay rate of one trajectory: slope over the last ``decades`` decades, interval, theory.
+
+    Columns: ``keys``, ``estimator``, ``slope``, ``slope_lo``, ``slope_hi``
+    (95% delta-method interval), ``theory`` (``None``, written blank, where no
+    rate is known), ``slope_se``, ``k_from``, ``k_to``, ``points``.
+    """
+    window = fit_window(checkpoints, decades)
+    ks = np.asarray(checkpoints)[window]
+    fit = loglog_slope(ks, samples[:, window], RATE_LEVEL)
+    return {**keys, "estimator": estimator, "slope": fit["slope"], "slope_lo": fit["slope_lo"],
+            "slope_hi": fit["slope_hi"], "theory": theory, "slope_se": fit["slope_se"],
+            "k_from": int(ks[0]) if ks.size else 0, "k_to": int(ks[-1]) if ks.size else 0, "points": int(ks.size)}
+
+
+def format_rate(row: dict) -> str:
+    """``-0.998 [-1.02, -0.97]``."""
+    if not math.isfinite(row["slope"]):
+        return "-"
+    return f"{row['slope']:.3f} [{row['slope_lo']:.3f}, {row['slope_hi']:.3f}]"
+
+
+__all__ = ["RATE_LEVEL", "fit_window", "format_rate", "rate_row", "trajectory_rows"]

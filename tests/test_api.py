@@ -1,0 +1,98 @@
+"""The Python API and the study interface the engine runs every study through."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ldpsim
+from ldpsim.engine import chunks as store
+from ldpsim.studies import STUDIES, resolve
+
+TINY = {"model": "quantile", "tau": [0.5, 0.9], "n": 20_000, "reps": 6, "seed": 3, "B": 100}
+
+
+def test_api_from_a_dict_gives_the_cli_summary(tmp_path):
+    config = tmp_path / "tiny.yaml"
+    config.write_text("model: quantile\ntau: [0.5, 0.9]\nn: 2e4\nreps: 6\nseed: 3\nB: 100\n")
+    cli = tmp_path / "cli"
+    subprocess.run([sys.executable, "-m", "ldpsim", "run", str(config), "--out", str(cli), "--quiet",
+                    "--n-jobs", "1"], check=True, capture_output=True)
+    result = ldpsim.run(dict(TINY), n_jobs=1, progress=False)
+    assert result.out is None and not (tmp_path / "results").exists()  # a dict run stays in memory
+    saved = tmp_path / "api"
+    result.save(saved)
+    assert (saved / "summary.csv").read_bytes() == (cli / "summary.csv").read_bytes()
+    assert (saved / "table.md").read_text().split("\n", 1)[1] == (cli / "table.md").read_text().split("\n", 1)[1]
+    assert result.rows == ldpsim.open_result(cli).rows
+    assert result.config.reps == 6 and len(result.config.settings) == 2
+    assert result.render().splitlines()[0].startswith("# run: model = quantile")
+
+
+def test_api_overrides_win_and_files_go_to_results(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "q.yaml").write_text("model: quantile\nn: 1e4\nreps: 50\nB: 100\n")
+    result = ldpsim.run("q.yaml", reps=3, tau=[0.5, 0.8], n_jobs=1, progress=False)
+    assert result.out.resolve() == tmp_path / "results" / "q"
+    assert {r["tau"] for r in result.rows} == {0.5, 0.8} and result.rows[0]["reps"] == 3
+    meta = json.loads((result.out / "meta.json").read_text())
+    assert meta["config"]["reps"] == 3 and meta["study"] == "coverage"
+    assert "summary.csv" in meta["outputs"]
+    again = ldpsim.open_result(result.out)
+    assert again.rows == result.rows and again.render() == result.render()
+
+
+def test_api_errors_are_config_errors():
+    with pytest.raises(ldpsim.ConfigError, match=r"^unknown key 'tua' in overrides \(did you mean 'tau'\?\)"):
+        ldpsim.run(None, tua=0.5)
+    with pytest.raises(ldpsim.ConfigError, match=r"^unknown key 'tua' in config"):
+        ldpsim.run({"tua": 0.5})
+    with pytest.raises(ldpsim.ConfigError, match=r"^study = 'coverag' is not one of: coverage, trajectory"):
+        ldpsim.load_config({"study": "coverag"})
+    with pytest.raises(ValueError, match="give a directory"):
+        ldpsim.Result(None, {"summary": []}, {"config": {}}).save()
+
+
+def test_to_pandas_when_pandas_is_there():
+    pd = pytest.importorskip("pandas")
+    result = ldpsim.run({**TINY, "tau": 0.5, "reps": 2}, n_jobs=1, progress=False)
+    frame = result.to_pandas()
+    assert isinstance(frame, pd.DataFrame) and list(frame["method"]) == ["BB", "BM", "SN", "oracle"]
+
+
+def test_to_pandas_without_pandas_says_so(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    result = ldpsim.Result(None, {"summary": [{"method": "BB"}]}, {"config": {}})
+    with pytest.raises(ldpsim.MissingExtra, match="to_pandas needs pandas"):
+        result.to_pandas()
+
+
+@pytest.mark.parametrize("name", sorted(STUDIES))
+def test_every_study_runs_its_kernel_and_its_twin_to_the_same_numbers(name):
+    # the interface's promise: what a replication computes exists twice, jitted and in plain Python
+    study = STUDIES[name]
+    config = resolve({"study": name, "model": "quantile_regression", "n": 1500, "reps": 2, "seed": 4})
+    setting = config.settings[0]
+    kernel = study.run_chunk(setting, config.options, config.seed, 0, 2)
+    twin = study.run_chunk(setting, config.options, config.seed, 0, 2, twin=True)
+    assert set(kernel) == set(twin) and "ok" in kernel and kernel["ok"].all()
+    for key in kernel:
+        np.testing.assert_array_equal(kernel[key], twin[key], err_msg=key)
+
+
+@pytest.mark.parametrize("name", sorted(STUDIES))
+def test_chunks_of_an_older_format_are_recomputed_not_read(name, tmp_path, monkeypatch):
+    mapping = {"study": name, "model": "quantile", "n": 5000, "reps": 4, "seed": 2}
+    monkeypatch.setattr(store, "CHUNK_FORMAT", 1)  # as an earlier version of ldpsim wrote them
+    old = ldpsim.run(mapping, out=tmp_path, n_jobs=1, progress=False)
+    old_files = {p: p.stat().st_mtime_ns for p in (tmp_path / "chunks").glob("*.npz")}
+    monkeypatch.undo()
+    new = ldpsim.run(mapping, out=tmp_path, n_jobs=1, progress=False, resume=True)
+    files = set((tmp_path / "chunks").glob("*.npz"))
+    assert len(files) == 2 * len(old_files)  # none of the old ones was taken for this run's
+    assert all(p.stat().st_mtime_ns == t for p, t in old_files.items())
+    assert new.rows == old.rows  # same numbers: only the file format differs

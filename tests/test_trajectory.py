@@ -1,0 +1,201 @@
+"""The trajectory study: kernel against its twin, a known answer, the rate fit, the outputs."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import ldpsim
+from ldpsim.engine.errors import ConfigError, ConfigWarning
+from ldpsim.engine.rng import as_generator
+from ldpsim.inference.streaming import StreamLayout, checkpoint_grid
+from ldpsim.models import MODELS
+from ldpsim.recursion.kernels import EXACT_STEPS_BELOW, run_path
+from ldpsim.recursion.twins import step_sizes_twin
+from ldpsim.reporting.stats import loglog_slope
+from ldpsim.studies import resolve
+from ldpsim.studies.trajectory.kernel import run_trajectory, trajectory_twin
+from ldpsim.studies.trajectory.study import theory_slope
+
+CASES = [
+    ("quantile", dict(tau=0.5, epsilon=1.0)),
+    ("quantile", dict(tau=0.9, epsilon=math.inf)),
+    ("mean", dict(epsilon=1.0)),
+    ("mean", dict(epsilon=2.0, mechanism="gaussian", delta=1e-5)),
+    ("quantile_regression", dict(tau=0.5, epsilon=1.0)),
+    ("linear", dict(epsilon=1.0, clip=1.5, covariates="uniform")),
+    ("logistic", dict(epsilon=3.0, mechanism="gaussian", delta=1e-5)),
+]
+IDS = [f"{name}-{i}" for i, (name, _) in enumerate(CASES)]
+
+
+@pytest.mark.parametrize("batch_size", [1, 3])
+@pytest.mark.parametrize("name,kwargs", CASES, ids=IDS)
+def test_kernel_equals_twin_exactly(name, kwargs, batch_size):
+    # past 4096 steps: the ratio step sizes and several powers of two are exercised
+    model = MODELS[name](**kwargs)
+    n = EXACT_STEPS_BELOW + 1500 if batch_size == 1 else 1200
+    checkpoints = checkpoint_grid(n, 25, 3)
+    got = run_trajectory(model, as_generator(5), n, 0.8, 0.6, 0.1, checkpoints, batch_size)
+    gen = as_generator(5)
+    want = trajectory_twin(model, gen, n, 0.8, 0.6, 0.1, checkpoints, batch_size)
+    assert got[2] == want[2] == n
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert np.isfinite(got[0]).all() and np.isfinite(got[1]).all()
+
+
+@pytest.mark.parametrize("name,kwargs", [CASES[0], CASES[4]], ids=["quantile", "quantile_regression"])
+def test_paths_are_the_coverage_studys_paths(name, kwargs):
+    # same draws in the same order: the average at n is the coverage kernel's theta_bar
+    model = MODELS[name](**kwargs)
+    n = 20_000
+    _, average, _ = run_trajectory(model, as_generator(9), n, 1.0, 0.51, 0.0, np.array([n]))
+    state = run_path(model, as_generator(9), n, 1.0, 0.51, 0.0, StreamLayout.build(n, 0.75, 0.51))
+    want = float(np.sum((state.theta_bar - model.theta_star()) ** 2))
+    assert average[0] == pytest.approx(want, rel=1e-8)
+
+
+def _mean_model_exact(n, c, gamma, theta0, checkpoints, variance):
+    """Exact E(theta_k - 1/2)^2 and E(theta_bar_k - 1/2)^2 of SGD for the mean model.
+
+    e_i = theta_i - 1/2 = (1 - eta_i) e_(i-1) + eta_i xi_i, xi_i i.i.d. with
+    mean 0 and variance s^2 (the gradient is theta - X - L, linear in theta).
+    Then E e_k^2 = P_k^2 e_0^2 + s^2 sum_j eta_j^2 (P_k / P_j)^2 by the
+    recursion v_i = (1 - eta_i)^2 v_(i-1) + eta_i^2 s^2, and
+    sum_(i<=k) e_i = e_0 sum_i P_i + sum_j eta_j xi_j R_j with
+    R_j = sum_(i=j..k) prod_(l=j+1..i) (1 - eta_l) = 1 + (1 - eta_(j+1)) R_(j+1).
+    """
+    eta = step_sizes_twin(n, c, gamma)  # the kernel's own step sizes
+    e0 = theta0 - 0.5
+    last, average = [], []
+    v = e0 * e0
+    p = 1.0
+    sum_p = 0.0
+    vs, sums = [], []
+    for i in range(n):
+        v = (1.0 - eta[i]) ** 2 * v + eta[i] ** 2 * variance
+        p *= 1.0 - eta[i]
+        sum_p += p
+        vs.append(v)
+        sums.append(sum_p)
+    for k in checkpoints:
+        last.append(vs[k - 1])
+        r = np.empty(k)
+        r[k - 1] = 1.0
+        for j in range(k - 2, -1, -1):
+            r[j] = 1.0 + (1.0 - eta[j + 1]) * r[j + 1]
+        var_sum = variance * float(np.sum(eta[:k] ** 2 * r**2))
+        average.append(((e0 * sums[k - 1]) ** 2 + var_sum) / k**2)
+    return np.array(last), np.array(average)
+
+
+@pytest.mark.parametrize("c,gamma,epsilon", [(0.5, 0.75, 1.0), (1.0, 1.0, math.inf), (2.0, 0.6, 2.0)])
+def test_mean_model_known_answer(c, gamma, epsilon):
+    # tolerance: 4 Monte Carlo standard errors at each checkpoint
+    n, reps = 3000, 1500
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConfigWarning)  # gamma = 1: outside the CLT of the average
+        result = ldpsim.run({"study": "trajectory", "model": "mean", "epsilon": epsilon, "c": c, "gamma": gamma,
+                             "theta0": 0.0, "n": n, "reps": reps, "seed": 11, "checkpoints": 8, "k_min": 2},
+                            n_jobs=1, progress=False)
+    model = MODELS["mean"](epsilon=epsilon)
+    variance = float(model.gradient_covariance()[0, 0])  # Var(X + L) = 1/12 + Var(L)
+    ks = checkpoint_grid(n, 8, 2)
+    want_last, want_avg = _mean_model_exact(n, c, gamma, 0.0, ks, variance)
+    for estimator, want in (("last", want_last), ("average", want_avg)):
+        rows = sorted((r for r in result.rows if r["estimator"] == estimator), key=lambda r: r["k"])
+        assert [r["k"] for r in rows] == list(ks)
+        got = np.array([r["distance"] for r in rows])
+        se = np.array([r["distance_se"] for r in rows])
+        z = (got - want) / se
+        assert np.all(np.abs(z) < 4), (estimator, z)
+
+
+def test_mean_model_with_unit_steps_is_the_running_mean():
+    # eta_i = 1/i makes theta_k the mean of the first k gradients' data: E = s^2 / k exactly
+    model = MODELS["mean"](epsilon=math.inf)
+    ks = np.array([1, 10, 100, 1000])
+    last, _ = _mean_model_exact(1000, 1.0, 1.0, 0.3, ks, 1 / 12)
+    np.testing.assert_allclose(last, 1 / 12 / ks, rtol=1e-12)
+    got, _, _ = run_trajectory(model, as_generator(1), 1000, 1.0, 1.0, 0.3, ks)
+    assert got.shape == (4,)
+
+
+def test_loglog_slope_recovers_a_power_law_and_its_error():
+    rng = np.random.default_rng(2)
+    ks = np.geomspace(1e3, 1e4, 10)
+    # distance_k = k^-0.7 times independent exponentials: slope -0.7; the delta-method SE
+    # must match the spread of the slope over repeated samples (within 15%: 400 repeats)
+    slopes, ses = [], []
+    for _ in range(400):
+        samples = ks**-0.7 * rng.exponential(size=(200, ks.size))
+        fit = loglog_slope(ks, samples)
+        slopes.append(fit["slope"])
+        ses.append(fit["slope_se"])
+        assert fit["slope_lo"] < fit["slope"] < fit["slope_hi"]
+    assert abs(np.mean(slopes) + 0.7) < 4 * np.std(slopes) / math.sqrt(400)
+    assert np.mean(ses) == pytest.approx(np.std(slopes, ddof=1), rel=0.15)
+    exact = loglog_slope(ks, np.vstack([ks**-1.3, 2 * ks**-1.3]))
+    assert exact["slope"] == pytest.approx(-1.3, abs=1e-12)
+    assert math.isnan(loglog_slope(ks[:1], np.ones((5, 1)))["slope"])
+
+
+def test_theory_slopes():
+    assert theory_slope("last", 0.6) == -0.6 and theory_slope("average", 0.6) == -1.0
+    assert theory_slope("average", 0.5) is None and theory_slope("last", 1.0) is None
+
+
+def test_outputs_and_columns(tmp_path):
+    out = tmp_path / "t"
+    result = ldpsim.run({"study": "trajectory", "model": "quantile", "tau": [0.5, 0.9], "n": 5000, "reps": 6,
+                         "seed": 1, "checkpoints": 12}, out=out, n_jobs=1, progress=False)
+    for name in ("summary.csv", "rates.csv", "table.md", "meta.json", "trajectory.png"):
+        assert (out / name).exists(), name
+    assert list(result.rows[0]) == ["tau", "estimator", "k", "distance", "distance_se", "reps", "n_failed"]
+    rates = result.tables["rates"]
+    assert list(rates[0])[:6] == ["tau", "estimator", "slope", "slope_lo", "slope_hi", "theory"]
+    assert [(r["tau"], r["estimator"]) for r in rates] == [(0.5, "last"), (0.5, "average"), (0.9, "last"),
+                                                           (0.9, "average")]
+    assert rates[0]["theory"] == -0.51 and rates[1]["theory"] == -1.0
+    assert (out / "rates.csv").read_text().splitlines()[0].startswith("tau,estimator,slope,slope_lo,slope_hi,theory")
+    text = (out / "table.md").read_text()
+    assert "slope [95% CI]" in text and "| k = 10 " in text
+
+
+def test_blank_theory_and_divergence_are_reported(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConfigWarning)
+        result = ldpsim.run({"study": "trajectory", "model": "quantile", "gamma": 0.4, "n": 3000, "reps": 4,
+                             "checkpoints": 10}, out=tmp_path / "low", n_jobs=1, progress=False)
+        blown = ldpsim.run({"study": "trajectory", "model": "quantile", "c": 1e300, "n": 3000, "reps": 4},
+                           n_jobs=1, progress=False)
+    average = [r for r in result.tables["rates"] if r["estimator"] == "average"][0]
+    assert average["theory"] is None
+    header, _, second = (tmp_path / "low" / "rates.csv").read_text().splitlines()[:3]
+    cells = dict(zip(header.split(","), second.split(",")))
+    assert cells["estimator"] == "average" and cells["theory"] == ""  # blank: no rate known
+    assert blown.meta["n_failed"] == 4 and all(r["reps"] == 0 for r in blown.rows)
+    assert all(math.isnan(r["distance"]) for r in blown.rows)
+
+
+@pytest.mark.parametrize("mapping,message", [
+    ({"checkpoints": 1}, "checkpoints = 1 is outside [2, 10000]"),
+    ({"k_min": 5000}, "k_min = 5000 is outside [1, n) = [1, 5000)"),
+    ({"checkpoints": [10, 20]}, "checkpoints = [10, 20] must be a single integer, not a list"),
+    ({"beta": 0.7}, "unknown key 'beta' in config"),
+    ({"fit_decades": 0}, "fit_decades = 0.0 is outside (0, inf)"),
+])
+def test_trajectory_keys_are_validated(mapping, message):
+    with pytest.raises(ConfigError) as info:
+        resolve({"study": "trajectory", "n": 5000, **mapping})
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+def test_settings_share_seeds_with_the_coverage_study():
+    coverage = resolve({"model": "quantile", "tau": 0.9, "n": 5000})
+    trajectory = resolve({"study": "trajectory", "model": "quantile", "tau": 0.9, "n": 5000})
+    assert coverage.settings[0].seed_key == trajectory.settings[0].seed_key
