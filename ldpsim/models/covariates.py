@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special, stats
 
+from ..engine.rng import normal, uniform
 from ..engine.dispatch import by_record
 from ..engine.jit import jit
 
@@ -40,9 +41,9 @@ def draw_covariates(law, gen, x):
 def _draw_truncated_normal(law, gen, x):
     x[0] = 1.0
     for j in range(1, x.shape[0]):
-        z = gen.standard_normal()
+        z = normal(gen)
         while abs(z) > law.bound:  # rejection from N(0, 1): exact; 1.46 draws per value at bound 1
-            z = gen.standard_normal()
+            z = normal(gen)
         x[j] = z
 
 
@@ -50,7 +51,7 @@ def _draw_truncated_normal(law, gen, x):
 def _draw_uniform(law, gen, x):
     x[0] = 1.0
     for j in range(1, x.shape[0]):
-        x[j] = law.bound * (2.0 * gen.random() - 1.0)
+        x[j] = law.bound * (2.0 * uniform(gen) - 1.0)
 
 
 @jit(inline=True)  # inlined like the gradients that call it: no array refcounts per call

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..engine.rng import normal
 from ..privacy.mechanisms import add_noise
 from .base import add_privatized_gradient
 from .covariates import add_scaled, draw_covariates, predictors
@@ -35,7 +36,7 @@ def linear_gradient(params, theta, gen, out):
     x = params.x
     draw_covariates(params.covariates, gen, x)
     fit, mean = predictors(x, theta, params.coef)
-    r = min(max(fit - mean - gen.standard_normal(), -params.clip), params.clip)
+    r = min(max(fit - mean - normal(gen), -params.clip), params.clip)
     add_scaled(out, r, x)
     add_noise(params.noise, gen, out)
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special
 
+from ..engine.rng import uniform
 from ..privacy.mechanisms import add_noise
 from .base import add_privatized_gradient
 from .covariates import add_scaled, draw_covariates, predictors
@@ -36,7 +37,7 @@ def logistic_gradient(params, theta, gen, out):
     x = params.x
     draw_covariates(params.covariates, gen, x)
     fit, mean = predictors(x, theta, params.coef)
-    y = 1.0 if gen.random() * (1.0 + math.exp(-mean)) < 1.0 else 0.0  # u < s(mean), without a division
+    y = 1.0 if uniform(gen) * (1.0 + math.exp(-mean)) < 1.0 else 0.0  # u < s(mean), without a division
     w = 1.0 / (1.0 + math.exp(-fit)) - y
     add_scaled(out, w, x)
     add_noise(params.noise, gen, out)

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..engine.rng import uniform
 from ..privacy.mechanisms import draw_noise, make_mechanism, noise_record
 from .base import Model, register_scalar
 
@@ -25,7 +26,7 @@ class MeanParams(NamedTuple):
 @register_scalar(MeanParams)
 def mean_gradient(params, theta, gen):
     """Draw ``X ~ U(0, 1)`` and return ``theta - X`` plus the mechanism's noise."""
-    return theta - gen.random() + draw_noise(params.noise, gen)
+    return theta - uniform(gen) + draw_noise(params.noise, gen)
 
 
 class MeanModel(Model):

@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
+from ..engine.rng import normal
 from ..privacy.mechanisms import RandomizedResponse, randomized_response
 from .base import Model, register_scalar
 
@@ -35,14 +36,14 @@ class QuantilePlain(NamedTuple):
 @register_scalar(QuantileRR)
 def quantile_rr_gradient(params, theta, gen):
     """Draw ``X ~ N(0, 1)`` and return the debiased randomized-response gradient."""
-    bit = 1.0 if gen.standard_normal() <= theta else 0.0
+    bit = 1.0 if normal(gen) <= theta else 0.0
     return params.scale * randomized_response(bit, gen, params.flip_prob) - params.offset
 
 
 @register_scalar(QuantilePlain)
 def quantile_plain_gradient(params, theta, gen):
     """Draw ``X ~ N(0, 1)`` and return ``-tau + 1{X <= theta}``."""
-    return (1.0 if gen.standard_normal() <= theta else 0.0) - params.tau
+    return (1.0 if normal(gen) <= theta else 0.0) - params.tau
 
 
 class QuantileModel(Model):

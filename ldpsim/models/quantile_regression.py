@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
+from ..engine.rng import normal
 from ..privacy.mechanisms import add_noise
 from .base import add_privatized_gradient
 from .covariates import add_scaled, draw_covariates, predictors
@@ -35,7 +36,7 @@ def quantile_regression_gradient(params, theta, gen, out):
     x = params.x
     draw_covariates(params.covariates, gen, x)
     fit, mean = predictors(x, theta, params.coef)
-    w = (1.0 if mean + gen.standard_normal() <= fit else 0.0) - params.tau
+    w = (1.0 if mean + normal(gen) <= fit else 0.0) - params.tau
     add_scaled(out, w, x)
     add_noise(params.noise, gen, out)
 
