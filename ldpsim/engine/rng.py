@@ -42,6 +42,18 @@ def replication_generator(root: int, setting_key: int, rep: int) -> np.random.Ge
 # calling the generator's methods: the plain-Python bodies serve the twins
 # (a numpy ``Generator``), and the overloads below are what jitted code
 # inlines, so the source of a kernel's random numbers is decided here, once.
+# A kernel's Python wrapper hands it ``kernel_rng(gen)``, not ``gen``.
+
+
+def kernel_rng(gen: np.random.Generator):
+    """What a kernel is handed to draw from ``gen``'s stream (and advance it).
+
+    Kernels draw only through :func:`uniform`, :func:`normal` and
+    :func:`exponential` on this object; the numbers are those ``gen``'s own
+    methods would give, in the same order, and ``gen`` is left where they
+    would have left it.
+    """
+    return gen
 
 
 def uniform(gen):

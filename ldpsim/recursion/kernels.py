@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine.jit import jit
+from ..engine.rng import kernel_rng
 from ..inference.streaming import PathState, StreamLayout
 from ..models.base import add_privatized_gradient, privatized_gradient
 
@@ -232,7 +233,7 @@ def run_path(model, gen: np.random.Generator, n: int, c: float, gamma: float, th
         blocks = np.zeros(layout.n_blocks)
         batches = np.zeros(layout.batch_ends.shape[0])
         steps, theta_bar, sn_v = _scalar_path(
-            params, gen, int(n), int(batch_size), float(c), float(gamma), float(theta0),
+            params, kernel_rng(gen), int(n), int(batch_size), float(c), float(gamma), float(theta0),
             int(layout.block_len), blocks, layout.batch_ends, batches,
         )
         return PathState(np.array([theta_bar]), np.array([sn_v]), blocks[:, None], batches[:, None], int(steps))
@@ -242,7 +243,7 @@ def run_path(model, gen: np.random.Generator, n: int, c: float, gamma: float, th
     blocks = np.zeros((layout.n_blocks, d))
     batches = np.zeros((layout.batch_ends.shape[0], d))
     steps = _vector_path(
-        params, gen, int(n), int(batch_size), float(c), float(gamma), theta, *work[:5],
+        params, kernel_rng(gen), int(n), int(batch_size), float(c), float(gamma), theta, *work[:5],
         int(layout.block_len), blocks, work[5], layout.batch_ends, batches, batch,
     )
     if steps < n:

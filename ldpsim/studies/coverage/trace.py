@@ -54,7 +54,7 @@ from ...inference import intervals as inference
 from ...inference.streaming import PathState, StreamLayout, checkpoint_grid, floor_power
 from ...models import MODELS, build_model, privatized_gradient
 from ...recursion.kernels import sn_add, sn_read, sn_recentre, step_ratio_coefficients, step_size
-from ...engine.rng import replication_generator
+from ...engine.rng import kernel_rng, replication_generator
 from ...reporting.figures import figure_class as _figure_class
 from ...reporting.meta import git_commit, machine, versions
 from .study import CoverageStudy
@@ -347,7 +347,7 @@ def run_trace(model, gen: np.random.Generator, c: float, gamma: float, theta0: f
     theta_bar = np.full(ks.shape[0], np.nan)
     sn_v = np.full(ks.shape[0], np.nan)
     steps = _trace_path(
-        model.kernel_params(), gen, n, float(c), float(gamma), float(theta0), ks, layout.ends,
+        model.kernel_params(), kernel_rng(gen), n, float(c), float(gamma), float(theta0), ks, layout.ends,
         layout.offsets, sums, np.zeros(n_streams), np.zeros(n_streams, dtype=np.int64), theta_bar, sn_v,
     )
     return Trace(layout, theta_bar, sn_v, sums, int(steps))

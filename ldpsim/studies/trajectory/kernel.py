@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine.jit import jit
+from ...engine.rng import kernel_rng
 from ...models import add_privatized_gradient
 from ...recursion.kernels import step_ratio_coefficients, step_size
 from ...recursion.twins import step_sizes_twin
@@ -106,7 +107,7 @@ def run_trajectory(model, gen: np.random.Generator, n: int, c: float, gamma: flo
     work = np.zeros((2, d))  # grad, dev
     last = np.full(checkpoints.shape[0], np.nan)
     average = np.full(checkpoints.shape[0], np.nan)
-    steps = _trajectory_path(model.kernel_params(), gen, int(n), int(batch_size), float(c), float(gamma), theta,
+    steps = _trajectory_path(model.kernel_params(), kernel_rng(gen), int(n), int(batch_size), float(c), float(gamma), theta,
                              np.asarray(model.theta_star(), dtype=float), work[0], work[1],
                              np.asarray(checkpoints, dtype=np.int64), last, average)
     if steps < n:  # checkpoints passed before the divergence was seen may already be far off
