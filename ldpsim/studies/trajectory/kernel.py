@@ -1,15 +1,18 @@
 """The trajectory kernel: one LDP-SGD path with the squared error recorded at checkpoints.
 
 At steps ``k_1 < ... < k_C = n`` the kernel records, for the last iterate and
-for the average of the iterates,
+for the average of the iterates, the deviations
 
-    ||theta_k - theta*||^2    and    ||theta_bar_k - theta*||^2.
+    theta_k - theta*    and    theta_bar_k - theta*,
+
+from which the study computes ``||.||^2`` (and a study with a loss can compute
+its excess risk ``F(theta* + deviation) - F(theta*)``).
 
 It runs the recursion of :mod:`ldpsim.recursion.kernels` with the same step
 sizes and draws from the replication's generator in the same order, so a
 setting's paths are the coverage study's paths. Every model runs through one
 vector loop (scalar models through their vector form,
-:func:`ldpsim.models.base.register_scalar`). Memory is the ``2C`` recorded
+:func:`ldpsim.models.base.register_scalar`). Memory is the ``2 C d`` recorded
 numbers and a few ``(d,)`` work arrays, never ``O(n)``: the average is
 streamed as the sum of ``theta_i - theta*``, centred at the truth so that
 the sum stays small and loses nothing to cancellation.
@@ -54,20 +57,14 @@ def _trajectory_path(params, gen, n, batch_size, c, gamma, theta, theta_star, gr
             pow2 *= 2
             finite = True
             for j in range(d):
-                finite = finite and np.isfinite(dev[j])
+                finite = finite and np.isfinite(dev[j] * dev[j])  # its square is what gets averaged
             if not finite:  # diverged: stop, the driver counts it
                 return i
         if i == next_ck:
             inv_i = 1.0 / i
-            sq_last = 0.0
-            sq_avg = 0.0
             for j in range(d):
-                e = theta[j] - theta_star[j]
-                sq_last += e * e
-                m = dev[j] * inv_i
-                sq_avg += m * m
-            last[q] = sq_last
-            average[q] = sq_avg
+                last[q, j] = theta[j] - theta_star[j]
+                average[q, j] = dev[j] * inv_i
             q += 1
             next_ck = checkpoints[q] if q < n_ck else n + 1
     return n
@@ -97,18 +94,18 @@ def run_trajectory(model, gen: np.random.Generator, n: int, c: float, gamma: flo
     Returns
     -------
     last, average : numpy.ndarray
-        ``||theta_k - theta*||^2`` and ``||theta_bar_k - theta*||^2`` per
-        checkpoint; NaN from a divergence on.
+        ``theta_k - theta*`` and ``theta_bar_k - theta*``, shape ``(C, d)``
+        (a row per checkpoint); all NaN if the path diverged.
     steps : int
         Steps completed: ``n``, or fewer if the path diverged and stopped.
     """
     d = model.dim
     theta = np.full(d, float(theta0))
     work = np.zeros((2, d))  # grad, dev
-    last = np.full(checkpoints.shape[0], np.nan)
-    average = np.full(checkpoints.shape[0], np.nan)
-    steps = _trajectory_path(model.kernel_params(), kernel_rng(gen), int(n), int(batch_size), float(c), float(gamma), theta,
-                             np.asarray(model.theta_star(), dtype=float), work[0], work[1],
+    last = np.full((checkpoints.shape[0], d), np.nan)
+    average = np.full((checkpoints.shape[0], d), np.nan)
+    steps = _trajectory_path(model.kernel_params(), kernel_rng(gen), int(n), int(batch_size), float(c),
+                             float(gamma), theta, np.asarray(model.theta_star(), dtype=float), work[0], work[1],
                              np.asarray(checkpoints, dtype=np.int64), last, average)
     if steps < n:  # checkpoints passed before the divergence was seen may already be far off
         last[:] = np.nan
@@ -125,8 +122,8 @@ def trajectory_twin(model, gen: np.random.Generator, n: int, c: float, gamma: fl
     theta = np.full(d, float(theta0))
     grad, dev = np.zeros(d), np.zeros(d)
     etas = step_sizes_twin(n, c, gamma)
-    last = np.full(len(checkpoints), np.nan)
-    average = np.full(len(checkpoints), np.nan)
+    last = np.full((len(checkpoints), d), np.nan)
+    average = np.full((len(checkpoints), d), np.nan)
     q, pow2, inv_s = 0, 1, 1.0 / batch_size
     for i in range(1, n + 1):
         w = etas[i - 1] * inv_s
@@ -139,18 +136,14 @@ def trajectory_twin(model, gen: np.random.Generator, n: int, c: float, gamma: fl
             dev[j] += x - theta_star[j]
         if i == pow2:
             pow2 *= 2
-            if not np.isfinite(dev).all():
+            if not np.isfinite(dev * dev).all():
                 last[:], average[:] = np.nan, np.nan
                 return last, average, i
         if q < len(checkpoints) and i == checkpoints[q]:
             inv_i = 1.0 / i
-            sq_last, sq_avg = 0.0, 0.0
             for j in range(d):
-                e = theta[j] - theta_star[j]
-                sq_last += e * e
-                m = dev[j] * inv_i
-                sq_avg += m * m
-            last[q], average[q] = sq_last, sq_avg
+                last[q, j] = theta[j] - theta_star[j]
+                average[q, j] = dev[j] * inv_i
             q += 1
     return last, average, n
 

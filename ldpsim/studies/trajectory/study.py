@@ -1,8 +1,9 @@
 """The trajectory study: how fast the last iterate and the average of LDP-SGD approach theta*.
 
-One replication runs one path (:mod:`.kernel`) and records
-``||theta_k - theta*||^2`` (estimator ``last``) and ``||theta_bar_k - theta*||^2``
-(``average``) at ``checkpoints`` log-spaced steps from ``k_min`` to ``n``.
+One replication runs one path (:mod:`.kernel`) and records the deviations
+``theta_k - theta*`` (estimator ``last``) and ``theta_bar_k - theta*``
+(``average``) at ``checkpoints`` log-spaced steps from ``k_min`` to ``n``; the
+distance is their squared norm.
 The summary has, per setting, estimator and checkpoint, the mean over
 replications with its standard error (``summary.csv``), and per setting and
 estimator the slope of ``log distance`` against ``log k`` over the last
@@ -49,6 +50,11 @@ def theory_slope(estimator: str, gamma: float):
     if estimator == "last":
         return -gamma if 0.0 < gamma < 1.0 else None
     return -1.0 if 0.5 < gamma < 1.0 else None
+
+
+def squared_norms(deviations: np.ndarray) -> np.ndarray:
+    """``||deviation||^2`` per replication and checkpoint from ``(R, C, d)`` deviations."""
+    return np.einsum("rcd,rcd->rc", deviations, deviations)
 
 
 def setting_checkpoints(setting, options) -> np.ndarray:
@@ -104,8 +110,8 @@ class TrajectoryStudy(Study):
         s, model, checkpoints, twin = job
         path = trajectory_twin if twin else run_trajectory
         last, average, steps = path(model, gen, s.n, s.c, s.gamma, s.theta0, checkpoints, s.batch_size)
-        ok = steps == s.n and bool(np.isfinite(last).all() and np.isfinite(average).all())
-        return {"last": last, "average": average, "ok": ok}
+        ok = steps == s.n and bool(np.isfinite(squared_norms(np.stack([last, average]))).all())
+        return {"last": last, "average": average, "ok": ok}  # deviations from theta*, (C, d) each
 
     def summarize(self, config, chunks):
         rows, rates = [], []
@@ -114,7 +120,7 @@ class TrajectoryStudy(Study):
             ok = chunk["ok"]
             checkpoints = setting_checkpoints(setting, config.options)
             for estimator in ESTIMATORS:
-                samples = chunk[estimator][ok]
+                samples = squared_norms(chunk[estimator][ok])
                 rows += trajectory_rows(keys, estimator, checkpoints, samples, int((~ok).sum()))
                 rates.append(rate_row(keys, estimator, checkpoints, samples, config.options["fit_decades"],
                                       theory_slope(estimator, setting.gamma)))
@@ -136,4 +142,4 @@ class TrajectoryStudy(Study):
         return title_of(meta, [k.name for k in self.keys if k.grid])
 
 
-__all__ = ["ESTIMATORS", "TRAJECTORY_KEYS", "TrajectoryStudy", "setting_checkpoints", "theory_slope"]
+__all__ = ["ESTIMATORS", "TRAJECTORY_KEYS", "TrajectoryStudy", "setting_checkpoints", "squared_norms", "theory_slope"]
