@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from ldpsim.engine.rng import as_generator
 from ldpsim.models import QuantileModel
 from ldpsim.recursion.kernels import EXACT_STEPS_BELOW, run_path
 from ldpsim.inference.streaming import StreamLayout, batch_ends, floor_power
@@ -27,8 +28,8 @@ def test_kernel_equals_twin_exactly(tau, epsilon, c, gamma, theta0, beta):
     n = 3 * EXACT_STEPS_BELOW + 17
     model = QuantileModel(tau, epsilon)
     layout = StreamLayout.build(n, beta, gamma)
-    got = run_path(model, np.random.default_rng(99), n, c, gamma, theta0, layout)
-    want, _ = path_twin(model, np.random.default_rng(99), n, c, gamma, theta0, layout)
+    got = run_path(model, as_generator(99), n, c, gamma, theta0, layout)
+    want, _ = path_twin(model, as_generator(99), n, c, gamma, theta0, layout)
     assert got.steps == want.steps == n
     np.testing.assert_array_equal(got.theta_bar, want.theta_bar)
     np.testing.assert_array_equal(got.sn_v, want.sn_v)
@@ -39,7 +40,7 @@ def test_kernel_equals_twin_exactly(tau, epsilon, c, gamma, theta0, beta):
 def test_kernel_leaves_generator_where_twin_does():
     model, n = QuantileModel(0.5, 1.0), 1000
     layout = StreamLayout.build(n, 0.75, 0.51)
-    g1, g2 = np.random.default_rng(3), np.random.default_rng(3)
+    g1, g2 = as_generator(3), as_generator(3)
     run_path(model, g1, n, 1.0, 0.51, 0.0, layout)
     path_twin(model, g2, n, 1.0, 0.51, 0.0, layout)
     assert g1.random() == g2.random()

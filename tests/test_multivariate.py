@@ -10,6 +10,7 @@ import pytest
 
 from ldpsim.studies import resolve
 from ldpsim.engine.driver import simulate
+from ldpsim.engine.rng import as_generator
 from ldpsim.models import MODELS, add_privatized_gradient, privatized_gradient
 from ldpsim.recursion.kernels import EXACT_STEPS_BELOW, run_path
 from ldpsim.inference.streaming import StreamLayout
@@ -38,8 +39,8 @@ def test_kernel_equals_twin_exactly(name, kwargs, batch_size):
     # the Python twin is slow: the mini-batch case runs a shorter path
     n = 2 * EXACT_STEPS_BELOW + 811 if batch_size == 1 else 1500
     layout = StreamLayout.build(n, 0.7, 0.6)
-    got = run_path(model, np.random.default_rng(11), n, 1.0, 0.6, 0.2, layout, batch_size)
-    gen = np.random.default_rng(11)
+    got = run_path(model, as_generator(11), n, 1.0, 0.6, 0.2, layout, batch_size)
+    gen = as_generator(11)
     want, path = path_twin(model, gen, n, 1.0, 0.6, 0.2, layout, batch_size)
     assert got.steps == want.steps == n
     for field in ("theta_bar", "sn_v", "blocks", "batches"):

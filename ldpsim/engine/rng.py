@@ -5,19 +5,34 @@ Every replication draws from its own ``numpy.random.Generator`` built on
 what it is, never on which worker runs it or when. The bit generator is
 numpy's SFC64 (Chris Doty-Humphrey's Small Fast Chaotic generator, 256-bit
 state with a counter, so every stream has period at least 2^64; it passes
-BigCrush and PractRand). Inside the kernel a step costs one normal and one
-uniform, drawn through the bit generator's C function pointers; SFC64 makes
-the kernel about 15% faster than numpy's default PCG64 here
-(``scripts/bench.py``), with no loss of statistical quality.
+BigCrush and PractRand).
+
+Inside the kernels the SFC64 recurrence is inlined: a kernel is handed
+:func:`kernel_rng` ``(gen)``, a record holding the address of ``gen``'s C state,
+and :func:`uniform`, :func:`normal` and :func:`exponential` step that state in
+place with the published SFC64 recurrence and turn the 64-bit words into
+numbers exactly as numpy does (``next_double``; the 256-layer ziggurats of
+``random_standard_normal`` and ``random_standard_exponential``, with numpy's
+tables). The numbers are numpy's, bit for bit and in the same order, and
+``gen`` is left where numpy's own methods would have left it; a call through
+numba's ``Generator`` instead goes through a function pointer per draw,
+which costs more than the draw itself (``scripts/bench.py``). Generators on
+other bit generators are handed over as they are and draw through numba's
+``Generator``.
 """
 
 from __future__ import annotations
 
-import numpy as np
-from numba.core import types
-from numba.extending import overload
+from typing import NamedTuple
 
-from .jit import JIT_OPTIONS
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic, overload
+from numba.np.random._constants import (fe_double, fi_double, ke_double, ki_double, we_double, wi_double,
+                                        ziggurat_exp_r, ziggurat_nor_inv_r, ziggurat_nor_r)
+
+from .jit import JIT_OPTIONS, jit
 
 #: The bit generator of every replication stream.
 BIT_GENERATOR = np.random.SFC64
@@ -37,22 +52,40 @@ def replication_generator(root: int, setting_key: int, rep: int) -> np.random.Ge
     return as_generator(np.random.SeedSequence(root, spawn_key=(setting_key, rep)))
 
 
+
+
 # --- draws inside kernels -----------------------------------------------------
-# Models, mechanisms and kernels draw through these three functions, never by
-# calling the generator's methods: the plain-Python bodies serve the twins
-# (a numpy ``Generator``), and the overloads below are what jitted code
+# Models, mechanisms and kernels draw through uniform / normal / exponential,
+# never by calling the generator's methods: the plain-Python bodies serve the
+# twins (a numpy ``Generator``), and the overloads below are what jitted code
 # inlines, so the source of a kernel's random numbers is decided here, once.
 # A kernel's Python wrapper hands it ``kernel_rng(gen)``, not ``gen``.
+
+
+class Sfc64Stream(NamedTuple):
+    """A kernel's handle on an SFC64 generator: the address of its C state (``uint64_t s[4]``, ...).
+
+    ``owner`` is the ``Generator`` itself: the handle keeps it, and with it the
+    state the address points to, alive for as long as a kernel holds the
+    handle (jitted code reads only ``address``).
+    """
+
+    address: np.uint64
+    owner: object
 
 
 def kernel_rng(gen: np.random.Generator):
     """What a kernel is handed to draw from ``gen``'s stream (and advance it).
 
-    Kernels draw only through :func:`uniform`, :func:`normal` and
-    :func:`exponential` on this object; the numbers are those ``gen``'s own
-    methods would give, in the same order, and ``gen`` is left where they
-    would have left it.
+    An :class:`Sfc64Stream` for a generator on SFC64 (the inlined
+    recurrence), ``gen`` itself otherwise (numba's ``Generator``). Either way
+    the kernel's draws through :func:`uniform`, :func:`normal` and
+    :func:`exponential` are the numbers ``gen``'s own methods would give, in
+    the same order, and ``gen`` is left where they would have left it.
     """
+    bit_generator = gen.bit_generator
+    if type(bit_generator) is np.random.SFC64:
+        return Sfc64Stream(np.uint64(bit_generator.ctypes.state_address), gen)
     return gen
 
 
@@ -71,16 +104,268 @@ def exponential(gen):
     return gen.standard_exponential()
 
 
-def _draws(func, method):
+@intrinsic
+def _state_words(typingctx, address):
+    """The ``uint64_t s[4]`` at ``address`` as a pointer numba indexes (``p[0]`` loads, ``p[0] = x`` stores)."""
+    sig = types.CPointer(types.uint64)(address)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+    return sig, codegen
+
+
+_U11 = np.uint64(11)
+_U3 = np.uint64(3)
+_U24 = np.uint64(24)
+_U40 = np.uint64(40)
+_ONE = np.uint64(1)
+_U8 = np.uint64(8)
+_U9 = np.uint64(9)
+_MASK8 = np.uint64(0xFF)
+_MASK52 = np.uint64(0x000FFFFFFFFFFFFF)
+_TO_DOUBLE = 1.0 / 9007199254740992.0  # 2^-53
+
+
+@jit(inline=True)
+def _step(s0, s1, s2, s3):
+    """SFC64 (Doty-Humphrey) on four words: ``(output, s0, s1, s2, s3)`` after one step.
+
+    ``tmp = a + b + counter++; a = b ^ (b >> 11); b = c + (c << 3);
+    c = rotl(c, 24) + tmp``: numpy's ``sfc64_next`` (numpy/random/src/sfc64).
+    """
+    tmp = s0 + s1 + s3
+    return tmp, s1 ^ (s1 >> _U11), s2 + (s2 << _U3), ((s2 << _U24) | (s2 >> _U40)) + tmp, s3 + _ONE
+
+
+@jit(inline=True)
+def sfc64_next(p):
+    """The next 64-bit output of the SFC64 state ``p[0..3]``, advancing it in place."""
+    out, p[0], p[1], p[2], p[3] = _step(p[0], p[1], p[2], p[3])
+    return out
+
+
+@jit(inline=True)
+def _to_double(word):
+    # numpy's next_double: the top 53 bits times 2^-53
+    return float(word >> _U11) * _TO_DOUBLE
+
+
+# The ziggurats are split in two: the layer test that settles 99% of the draws
+# is compiled into the caller (see _inlined below), and the rest (wedges,
+# tails, rejections) is an ordinary function of the four state words, passed
+# and returned by value, so that a kernel's state can stay in registers.
+
+
+@jit
+def _normal_rest(s0, s1, s2, s3, idx, rabs, x):
+    # numpy's random_standard_normal from its first failed layer test on; returns (x, state)
+    while True:
+        if idx == 0:
+            while True:  # beyond the last layer, by Marsaglia's method
+                r, s0, s1, s2, s3 = _step(s0, s1, s2, s3)
+                xx = -ziggurat_nor_inv_r * np.log1p(-_to_double(r))
+                r, s0, s1, s2, s3 = _step(s0, s1, s2, s3)
+                yy = -np.log1p(-_to_double(r))
+                if yy + yy > xx * xx:
+                    if (rabs >> _U8) & _ONE:
+                        return -(ziggurat_nor_r + xx), s0, s1, s2, s3
+                    return ziggurat_nor_r + xx, s0, s1, s2, s3
+        r, s0, s1, s2, s3 = _step(s0, s1, s2, s3)
+        if (fi_double[idx - 1] - fi_double[idx]) * _to_double(r) + fi_double[idx] < np.exp(-0.5 * x * x):
+            return x, s0, s1, s2, s3
+        r, s0, s1, s2, s3 = _step(s0, s1, s2, s3)  # rejected: a fresh draw, as numpy's loop takes
+        idx = r & _MASK8
+        rabs = (r >> _U9) & _MASK52
+        x = float(rabs) * wi_double[idx]
+        if (r >> _U8) & _ONE:
+            x = -x
+        if rabs < ki_double[idx]:
+            return x, s0, s1, s2, s3
+
+
+def _sfc64_normal(p):
+    # numpy's random_standard_normal (numpy/random/src/distributions/distributions.c)
+    r = sfc64_next(p)
+    idx = r & _MASK8
+    rabs = (r >> _U9) & _MASK52
+    x = float(rabs) * wi_double[idx]
+    if (r >> _U8) & _ONE:
+        x = -x
+    if rabs < ki_double[idx]:
+        return x  # 99.3% of the draws
+    x, p[0], p[1], p[2], p[3] = _normal_rest(p[0], p[1], p[2], p[3], idx, rabs, x)
+    return x
+
+
+@jit
+def _exponential_rest(s0, s1, s2, s3, idx, x):
+    # numpy's random_standard_exponential from its first failed layer test on; returns (x, state)
+    while True:
+        if idx == 0:
+            r, s0, s1, s2, s3 = _step(s0, s1, s2, s3)
+            return ziggurat_exp_r - np.log1p(-_to_double(r)), s0, s1, s2, s3
+        r, s0, s1, s2, s3 = _step(s0, s1, s2, s3)
+        if (fe_double[idx - 1] - fe_double[idx]) * _to_double(r) + fe_double[idx] < np.exp(-x):
+            return x, s0, s1, s2, s3
+        r, s0, s1, s2, s3 = _step(s0, s1, s2, s3)  # rejected: numpy draws afresh
+        ri = r >> _U3
+        idx = ri & _MASK8
+        ri >>= _U8
+        x = float(ri) * we_double[idx]
+        if ri < ke_double[idx]:
+            return x, s0, s1, s2, s3
+
+
+def _sfc64_exponential(p):
+    # numpy's random_standard_exponential (distributions.c)
+    r = sfc64_next(p) >> _U3
+    idx = r & _MASK8
+    ri = r >> _U8
+    x = float(ri) * we_double[idx]
+    if ri < ke_double[idx]:
+        return x  # 98.9% of the draws
+    x, p[0], p[1], p[2], p[3] = _exponential_rest(p[0], p[1], p[2], p[3], idx, x)
+    return x
+
+
+def _sfc64_uniform(p):
+    return _to_double(sfc64_next(p))
+
+
+class Sfc64Local(NamedTuple):
+    """A kernel's private copy of an SFC64 state (:func:`local_rng`): a pointer to four words on its stack."""
+
+    words: object
+
+
+def _is_stream(gen) -> bool:
+    return isinstance(gen, types.BaseNamedTuple) and gen.instance_class is Sfc64Stream
+
+
+def _is_local(gen) -> bool:
+    return isinstance(gen, types.BaseNamedTuple) and gen.instance_class is Sfc64Local
+
+
+def _inlined(body):
+    """An intrinsic that compiles ``body(p) -> float64`` (``p`` the state words) into the calling function.
+
+    ``context.compile_internal`` puts ``body`` in the caller's LLVM module,
+    where LLVM inlines it. (Numba's own IR inliner, ``inline="always"``,
+    loses track of names that a branchy body reassigns once the body sits
+    inside the caller's loops, and warns.)
+    """
+    @intrinsic
+    def draw(typingctx, p):
+        sig = types.float64(p)
+
+        def codegen(context, builder, signature, args):
+            return context.compile_internal(builder, body, signature, args)
+
+        return sig, codegen
+
+    return draw
+
+
+_uniform_intrinsic = _inlined(_sfc64_uniform)
+_normal_intrinsic = _inlined(_sfc64_normal)
+_exponential_intrinsic = _inlined(_sfc64_exponential)
+
+
+def _draws(func, method, intrinsic_draw):
+    """Overload ``func`` for numba's ``Generator`` (its ``method``), :class:`Sfc64Stream` and :class:`Sfc64Local`."""
     def typer(gen):
         if isinstance(gen, types.NumPyRandomGeneratorType):
             return method
+        if _is_stream(gen):  # the generator's own state, in memory
+            return lambda gen: intrinsic_draw(_state_words(gen.address))
+        if _is_local(gen):  # the kernel's copy, which LLVM keeps in registers
+            return lambda gen: intrinsic_draw(gen.words)
         return None
 
     # inlined in numba's IR: a call would reference-count the generator, which costs more than a draw
     overload(func, jit_options=JIT_OPTIONS, inline="always")(typer)
 
 
-_draws(uniform, lambda gen: gen.random())
-_draws(normal, lambda gen: gen.standard_normal())
-_draws(exponential, lambda gen: gen.standard_exponential())
+# --- a kernel's private copy of the state ---------------------------------------
+
+
+@intrinsic
+def _copy_in(typingctx, address):
+    """Four words on the calling function's stack (its entry block), copied from ``address``."""
+    sig = types.CPointer(types.uint64)(address)
+
+    def codegen(context, builder, signature, args):
+        word = ir.IntType(64)
+        slot = cgutils.alloca_once(builder, word, size=4, name="sfc64_state")
+        src = builder.inttoptr(args[0], word.as_pointer())
+        for k in range(4):
+            at = ir.Constant(ir.IntType(32), k)
+            builder.store(builder.load(builder.gep(src, [at])), builder.gep(slot, [at]))
+        return slot
+
+    return sig, codegen
+
+
+@intrinsic
+def _copy_out(typingctx, address, words):
+    """Store the four ``words`` back at ``address``."""
+    sig = types.void(address, words)
+
+    def codegen(context, builder, signature, args):
+        word = ir.IntType(64)
+        dst = builder.inttoptr(args[0], word.as_pointer())
+        for k in range(4):
+            at = ir.Constant(ir.IntType(32), k)
+            builder.store(builder.load(builder.gep(args[1], [at])), builder.gep(dst, [at]))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def local_rng(rng):
+    """A kernel's private copy of ``rng``'s state, to draw from in its loop; :func:`release_rng` writes it back.
+
+    For an :class:`Sfc64Stream` the copy lives on the kernel's stack, where
+    LLVM keeps it in registers (the generator's own state, in memory, would
+    be stored and reloaded at every draw); for a numba ``Generator`` it is
+    the generator itself. A kernel that takes a copy must call
+    :func:`release_rng` before each of its returns, or the generator does not
+    advance. (In plain Python, as the twins run, it returns ``rng``.)
+    """
+    return rng
+
+
+def release_rng(rng, local):
+    """Write a kernel's copy of the state (:func:`local_rng`) back into ``rng``."""
+
+
+@overload(local_rng, jit_options=JIT_OPTIONS, inline="always")
+def _local_rng(rng):
+    if _is_stream(rng):
+        return lambda rng: Sfc64Local(_copy_in(rng.address))
+    return lambda rng: rng
+
+
+@overload(release_rng, jit_options=JIT_OPTIONS, inline="always")
+def _release_rng(rng, local):
+    if _is_stream(rng):
+        return lambda rng, local: _copy_out(rng.address, local.words)
+    return lambda rng, local: None
+
+
+def _generator_uniform(gen):
+    return gen.random()
+
+
+def _generator_normal(gen):
+    return gen.standard_normal()
+
+
+def _generator_exponential(gen):
+    return gen.standard_exponential()
+
+
+_draws(uniform, _generator_uniform, _uniform_intrinsic)
+_draws(normal, _generator_normal, _normal_intrinsic)
+_draws(exponential, _generator_exponential, _exponential_intrinsic)
