@@ -8,10 +8,12 @@ block sums, batch sums and random-scaling sums of :mod:`ldpsim.inference.streami
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..engine.jit import jit
-from ..engine.rng import kernel_rng
+from ..engine.rng import kernel_rng, local_rng, release_rng
 from ..inference.streaming import PathState, StreamLayout
 from ..models.base import add_privatized_gradient, privatized_gradient
 
@@ -32,7 +34,7 @@ def step_ratio_coefficients(gamma):
     return b1, b2, b3, b4
 
 
-@jit
+@jit(inline=True)
 def step_ratio(i, b):
     """``eta_i / eta_{i-1} = (1 - 1/i)^gamma`` for ``i >= 4096``, ``b`` from :func:`step_ratio_coefficients`.
 
@@ -43,7 +45,7 @@ def step_ratio(i, b):
     return 1.0 + x * (b[0] + x * (b[1] + x * (b[2] + x * b[3])))
 
 
-@jit
+@jit(inline=True)
 def step_size(i, pow2, eta, c, gamma, ratio):
     """``eta_i`` from ``eta_{i-1}``: exact for small ``i`` and at ``i == pow2``, else by ratio."""
     if i < EXACT_STEPS_BELOW or i == pow2:
@@ -71,7 +73,7 @@ def sum_of_squares(i):
 # at many k along one path), so their arithmetic exists once.
 
 
-@jit
+@jit(inline=True)
 def sn_add(s, a, t, theta, ref, fi):
     """Add iterate ``theta_i`` (``fi = float(i)``) to the centred sums ``(S, A, T)``."""
     s += theta - ref
@@ -94,100 +96,174 @@ def sn_read(s, a, t, ref, fk):
 
 
 # A mini-batch of s observations uses the step eta_i / s on their sum
-# (eta_i * (1/s) is exact for s = 1, so s = 1 is plain LDP-SGD to the bit).
+# (eta_i * (1/s) is exact for s = 1, so s = 1 is plain LDP-SGD to the bit; the
+# scalar kernel starts the sum at -0.0, not 0.0, which differs only for a
+# gradient of exactly -0.0, which no model produces).
+# The kernels are specialised at compile time on what a run needs: numba
+# compiles a separate loop for ``batch_size=None`` (one observation a step, no
+# inner loop), ``blocks=None`` (no block bootstrap) and ``batches=None`` (no
+# batch means), and drops the code that serves them. The random-scaling sums
+# always run: they also give theta_bar and detect a diverging path.
+
+
+class BlockStreams(NamedTuple):
+    """The block sums of several block lengths, filled in one pass (settings that share a path).
+
+    Stream ``g`` has blocks of length ``lens[g]`` ending at ``lens[g], 2 lens[g], ...,
+    count[g] lens[g]``; block ``j`` of stream ``g`` is written to
+    ``out[first[g] + j]``. Each stream adds every iterate to its own
+    accumulator, left to right, so its sums are those of a run with that block
+    length alone, to the bit.
+
+    Attributes
+    ----------
+    lens, count, first : numpy.ndarray
+        ``int64`` ``(G,)``: block length, number of blocks and first row in ``out``.
+    ends, cursor : numpy.ndarray
+        ``int64`` ``(G,)`` work arrays: the step at which the open block ends
+        (``n + 1`` when the stream is full) and the row it goes to.
+    acc : numpy.ndarray
+        ``(G,)`` (scalar kernel) or ``(G, d)`` (vector kernel) open block sums.
+    out : numpy.ndarray
+        ``(sum(count),)`` or ``(sum(count), d)``: every stream's block sums.
+    """
+
+    lens: np.ndarray
+    count: np.ndarray
+    first: np.ndarray
+    ends: np.ndarray
+    cursor: np.ndarray
+    acc: np.ndarray
+    out: np.ndarray
 
 
 @jit
-def _scalar_path(params, gen, n, batch_size, c, gamma, theta0, block_len, blocks, batch_ends, batches):
+def _open_blocks(blocks, n):
+    """Reset the streams; the step of the first block end."""
+    for g in range(blocks.lens.shape[0]):
+        blocks.cursor[g] = blocks.first[g]
+        blocks.ends[g] = blocks.lens[g] if blocks.count[g] > 0 else n + 1
+    blocks.acc[:] = 0.0
+    return blocks.ends.min()
+
+
+@jit
+def _close_blocks(blocks, i, n):
+    """Store the sums of the blocks that end at step ``i``; the step of the next block end."""
+    for g in range(blocks.lens.shape[0]):
+        if blocks.ends[g] == i:
+            row = blocks.cursor[g]
+            blocks.out[row] = blocks.acc[g]
+            blocks.acc[g] = 0.0
+            blocks.cursor[g] = row + 1
+            blocks.ends[g] = i + blocks.lens[g] if row + 1 < blocks.first[g] + blocks.count[g] else n + 1
+    return blocks.ends.min()
+
+
+@jit
+def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_ends, batches):
+    gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
+    reps = 1  # a constant in the batch_size=None loop: the mini-batch loop compiles away
+    if batch_size is not None:
+        reps = batch_size
     theta = theta0
     ref = theta0
     s = 0.0
     a = 0.0
     t = 0.0
-    n_blocks = blocks.shape[0]
-    j = 0
-    block = 0.0
-    block_end = block_len if n_blocks > 0 else n + 1
-    n_batches = batch_ends.shape[0]
+    next_block = n + 1
+    if blocks is not None:
+        next_block = _open_blocks(blocks, n)
     k = 0
     batch = 0.0
-    batch_end = batch_ends[0] if n_batches > 0 else n + 1
+    batch_end = n + 1
+    if batches is not None:
+        batch_end = batch_ends[0]
     pow2 = 1
     ratio = step_ratio_coefficients(gamma)
-    inv_s = 1.0 / batch_size
     eta = c
     for i in range(1, n + 1):
         fi = float(i)
         eta = step_size(i, pow2, eta, c, gamma, ratio)
-        g = 0.0
-        for _ in range(batch_size):
+        g = -0.0  # the identity of +: -0.0 + x is x, so LLVM drops the add when reps is 1
+        for _ in range(reps):
             g += privatized_gradient(params, theta, gen)
-        theta -= (eta * inv_s) * g
+        theta -= (eta * (1.0 / reps)) * g
         s, a, t = sn_add(s, a, t, theta, ref, fi)
-        block += theta
-        if i == block_end:
-            blocks[j] = block
-            block = 0.0
-            j += 1
-            block_end = block_end + block_len if j < n_blocks else n + 1
-        batch += theta
-        if i == batch_end:
-            batches[k] = batch
-            batch = 0.0
-            k += 1
-            batch_end = batch_ends[k] if k < n_batches else n + 1
+        if blocks is not None:
+            acc = blocks.acc
+            for r in range(acc.shape[0]):
+                acc[r] += theta
+            if i == next_block:
+                next_block = _close_blocks(blocks, i, n)
+        if batches is not None:
+            batch += theta
+            if i == batch_end:
+                batches[k] = batch
+                batch = 0.0
+                k += 1
+                batch_end = batch_ends[k] if k < batch_ends.shape[0] else n + 1
         if i == pow2:
             s, a, t, ref = sn_recentre(s, a, t, ref, fi)
             pow2 *= 2
             if not np.isfinite(a):  # diverged: stop, the driver counts it
+                release_rng(stream, gen)
                 return i, np.nan, np.nan
+    release_rng(stream, gen)
     theta_bar, v = sn_read(s, a, t, ref, float(n))
     return n, theta_bar, v
 
 
 @jit
-def _vector_path(params, gen, n, batch_size, c, gamma, theta, grad, ref, s, a, t,
-                 block_len, blocks, block, batch_ends, batches, batch):
+def _vector_path(params, stream, n, batch_size, c, gamma, theta, grad, ref, s, a, t, blocks, batch_ends, batches,
+                 batch):
     # The scalar kernel coordinate by coordinate; theta starts at theta0 and
-    # ref, s, a, t, block and batch are zeroed (d,) work arrays of the wrapper.
+    # ref, s, a, t and batch are zeroed (d,) work arrays of the wrapper.
     # On return theta holds theta_bar and s holds V_n.
+    gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
+    reps = 1  # a constant in the batch_size=None loop: the mini-batch loop compiles away
+    if batch_size is not None:
+        reps = batch_size
     d = theta.shape[0]
     ref[:] = theta
-    n_blocks = blocks.shape[0]
-    jb = 0
-    block_end = block_len if n_blocks > 0 else n + 1
-    n_batches = batch_ends.shape[0]
+    next_block = n + 1
+    if blocks is not None:
+        next_block = _open_blocks(blocks, n)
     k = 0
-    batch_end = batch_ends[0] if n_batches > 0 else n + 1
+    batch_end = n + 1
+    if batches is not None:
+        batch_end = batch_ends[0]
     pow2 = 1
     ratio = step_ratio_coefficients(gamma)
-    inv_s = 1.0 / batch_size
     eta = c
     for q in range(d):
         grad[q] = 0.0
     for i in range(1, n + 1):
         fi = float(i)
         eta = step_size(i, pow2, eta, c, gamma, ratio)
-        w = eta * inv_s
-        for _ in range(batch_size):
+        w = eta * (1.0 / reps)
+        for _ in range(reps):
             add_privatized_gradient(params, theta, gen, grad)
         for q in range(d):
             x = theta[q] - w * grad[q]
             grad[q] = 0.0  # zeroed for the next step here: ``grad[:] = 0.0`` was a memset call per step
             theta[q] = x
             s[q], a[q], t[q] = sn_add(s[q], a[q], t[q], x, ref[q], fi)
-            block[q] += x
-            batch[q] += x
-        if i == block_end:
-            blocks[jb] = block
-            block[:] = 0.0
-            jb += 1
-            block_end = block_end + block_len if jb < n_blocks else n + 1
-        if i == batch_end:
-            batches[k] = batch
-            batch[:] = 0.0
-            k += 1
-            batch_end = batch_ends[k] if k < n_batches else n + 1
+        if blocks is not None:
+            acc = blocks.acc
+            for r in range(acc.shape[0]):
+                for q in range(d):
+                    acc[r, q] += theta[q]
+            if i == next_block:
+                next_block = _close_blocks(blocks, i, n)
+        if batches is not None:
+            for q in range(d):
+                batch[q] += theta[q]
+            if i == batch_end:
+                batches[k] = batch
+                batch[:] = 0.0
+                k += 1
+                batch_end = batch_ends[k] if k < batch_ends.shape[0] else n + 1
         if i == pow2:
             finite = True
             for q in range(d):
@@ -195,15 +271,99 @@ def _vector_path(params, gen, n, batch_size, c, gamma, theta, grad, ref, s, a, t
                 finite = finite and np.isfinite(a[q])
             pow2 *= 2
             if not finite:  # diverged: stop, the driver counts it
+                release_rng(stream, gen)
                 return i
+    release_rng(stream, gen)
     for q in range(d):
         theta[q], s[q] = sn_read(s[q], a[q], t[q], ref[q], float(n))
     return n
 
 
+def _block_streams(layouts, d: int):
+    """The :class:`BlockStreams` of the distinct block lengths of ``layouts`` (``None`` if none has blocks)."""
+    lens = sorted({lay.block_len for lay in layouts if lay.n_blocks > 0})
+    if not lens:
+        return None, {}
+    n = layouts[0].n
+    count = np.array([n // length for length in lens], dtype=np.int64)
+    first = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
+    shape = (len(lens),) if d == 1 else (len(lens), d)
+    out_shape = (int(count.sum()),) if d == 1 else (int(count.sum()), d)
+    streams = BlockStreams(np.array(lens, dtype=np.int64), count, first, np.zeros(len(lens), dtype=np.int64),
+                           np.zeros(len(lens), dtype=np.int64), np.zeros(shape), np.zeros(out_shape))
+    rows = {length: (int(first[g]), int(first[g] + count[g])) for g, length in enumerate(lens)}
+    return streams, rows
+
+
+def run_paths(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float, layouts,
+              batch_size: int = 1) -> list[PathState]:
+    """Run one LDP-SGD path of ``n`` steps and return its streamed state for each layout.
+
+    The layouts share ``n`` and the step exponent (hence the batch ends) and
+    may differ in their block length: settings that share a path (differing
+    only in ``beta``, ``B``, ``level`` or ``multiplier``) run it once, and
+    each gets the block sums, batch sums and random-scaling state a run of
+    its own would have computed, to the bit.
+
+    Parameters
+    ----------
+    model : ldpsim.models.Model
+        Supplies the kernel parameters (its privatized gradient).
+    gen : numpy.random.Generator
+        The replication's generator; the kernel advances it.
+    n : int
+        Number of steps.
+    c, gamma : float
+        Step size ``eta_i = c i^-gamma``.
+    theta0 : float
+        Starting value of every coordinate.
+    layouts : sequence of StreamLayout
+        Block and batch ends for ``n``, one per setting; blocks where any
+        layout has them, batches where any layout has them.
+    batch_size : int
+        Observations per step, each privatized on its own (000, Remark 2.1).
+
+    Returns
+    -------
+    list of PathState
+        One per layout, arrays with a trailing coordinate axis of length ``model.dim``.
+    """
+    d = model.dim
+    params = model.kernel_params()
+    rng = kernel_rng(gen)
+    per_step = None if batch_size == 1 else int(batch_size)  # None: the loop without a mini-batch
+    blocks, rows = _block_streams(layouts, d)
+    with_batches = [lay for lay in layouts if lay.batch_ends.shape[0] > 0]
+    batch_ends = with_batches[0].batch_ends if with_batches else np.zeros(0, dtype=np.int64)
+    batches = np.zeros(batch_ends.shape[0] if d == 1 else (batch_ends.shape[0], d)) if with_batches else None
+    if d == 1:  # the scalar kernel keeps theta in a register: a third faster than d = 1 arrays
+        steps, theta_bar, sn_v = _scalar_path(params, rng, int(n), per_step, float(c), float(gamma), float(theta0),
+                                              blocks, batch_ends, batches)
+        theta_bar, sn_v = np.array([theta_bar]), np.array([sn_v])
+    else:
+        theta = np.full(d, float(theta0))
+        work = np.zeros((6, d))  # grad, ref, s, a, t, batch
+        steps = _vector_path(params, rng, int(n), per_step, float(c), float(gamma), theta, *work[:5], blocks,
+                             batch_ends, batches, work[5])
+        theta_bar, sn_v = theta, work[2].copy()
+        if steps < n:
+            theta_bar[:] = np.nan
+            sn_v[:] = np.nan
+    out = []
+    for lay in layouts:
+        if lay.n_blocks > 0:
+            lo, hi = rows[lay.block_len]
+            own_blocks = blocks.out[lo:hi].reshape(hi - lo, d).copy()
+        else:
+            own_blocks = np.zeros((0, d))
+        own_batches = batches.reshape(-1, d).copy() if lay.batch_ends.shape[0] > 0 else np.zeros((0, d))
+        out.append(PathState(theta_bar.copy(), sn_v.copy(), own_blocks, own_batches, int(steps)))
+    return out
+
+
 def run_path(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,
              layout: StreamLayout, batch_size: int = 1) -> PathState:
-    """Run one LDP-SGD path of ``n`` steps and return its streamed state.
+    """Run one LDP-SGD path of ``n`` steps and return its streamed state (:func:`run_paths` for one layout).
 
     Parameters
     ----------
@@ -227,26 +387,4 @@ def run_path(model, gen: np.random.Generator, n: int, c: float, gamma: float, th
     PathState
         Arrays shaped with a trailing coordinate axis of length ``model.dim``.
     """
-    d = model.dim
-    params = model.kernel_params()
-    if d == 1:  # the scalar kernel keeps theta in a register: a third faster than d = 1 arrays
-        blocks = np.zeros(layout.n_blocks)
-        batches = np.zeros(layout.batch_ends.shape[0])
-        steps, theta_bar, sn_v = _scalar_path(
-            params, kernel_rng(gen), int(n), int(batch_size), float(c), float(gamma), float(theta0),
-            int(layout.block_len), blocks, layout.batch_ends, batches,
-        )
-        return PathState(np.array([theta_bar]), np.array([sn_v]), blocks[:, None], batches[:, None], int(steps))
-    theta = np.full(d, float(theta0))
-    work = np.zeros((6, d))  # grad, ref, s, a, t, block
-    batch = np.zeros(d)
-    blocks = np.zeros((layout.n_blocks, d))
-    batches = np.zeros((layout.batch_ends.shape[0], d))
-    steps = _vector_path(
-        params, kernel_rng(gen), int(n), int(batch_size), float(c), float(gamma), theta, *work[:5],
-        int(layout.block_len), blocks, work[5], layout.batch_ends, batches, batch,
-    )
-    if steps < n:
-        theta[:] = np.nan
-        work[2] = np.nan
-    return PathState(theta, work[2].copy(), blocks, batches, int(steps))
+    return run_paths(model, gen, n, c, gamma, theta0, [layout], batch_size)[0]

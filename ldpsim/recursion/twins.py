@@ -47,15 +47,21 @@ def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
     """Twin of :func:`ldpsim.recursion.kernels.run_path`, scalar and vector models alike.
 
     Coordinate by coordinate it does what both kernels do, in the same
-    order, so it must agree with either exactly.
+    order, so it must agree with either exactly. ``layout`` may also be a
+    list of layouts that share ``n`` and the batches (:func:`~ldpsim.recursion.kernels.run_paths`);
+    then ``state`` is a list, one per layout.
 
     Returns
     -------
-    state : PathState
+    state : PathState or list of PathState
         As the kernel's wrapper returns it.
     path : numpy.ndarray
         The iterates ``theta_1 .. theta_n``, shape ``(n, d)``.
     """
+    if isinstance(layout, (list, tuple)):
+        first, path = path_twin(model, gen, n, c, gamma, theta0, layout[0], batch_size)
+        states = [first] + [_with_blocks(first, path, lay) for lay in layout[1:]]
+        return states, path
     params, d = model.kernel_params(), model.dim
     if d == 1:
         def gradient(theta, out):
@@ -111,6 +117,19 @@ def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
     e = s / fn
     v = (a + e * (e * _sum_of_squares(fn) - 2.0 * t)) / (fn * fn)
     return PathState(ref + e, v, blocks, batches, n), path
+
+
+def _with_blocks(state: PathState, path: np.ndarray, layout: StreamLayout) -> PathState:
+    """``state`` with the block sums of ``layout``, summed left to right as the kernels do."""
+    d = path.shape[1]
+    blocks = np.zeros((layout.n_blocks, d))
+    if state.steps == path.shape[0] == layout.n:
+        for j in range(layout.n_blocks):
+            acc = np.zeros(d)
+            for x in path[j * layout.block_len:(j + 1) * layout.block_len]:
+                acc += x
+            blocks[j] = acc
+    return PathState(state.theta_bar.copy(), state.sn_v.copy(), blocks, state.batches.copy(), state.steps)
 
 
 def state_from_definitions(path: np.ndarray, layout: StreamLayout) -> PathState:

@@ -54,7 +54,7 @@ from ...inference import intervals as inference
 from ...inference.streaming import PathState, StreamLayout, checkpoint_grid, floor_power
 from ...models import MODELS, build_model, privatized_gradient
 from ...recursion.kernels import sn_add, sn_read, sn_recentre, step_ratio_coefficients, step_size
-from ...engine.rng import kernel_rng, replication_generator
+from ...engine.rng import kernel_rng, local_rng, release_rng, replication_generator
 from ...reporting.figures import figure_class as _figure_class
 from ...reporting.meta import git_commit, machine, versions
 from .study import CoverageStudy
@@ -207,7 +207,7 @@ class TraceLayout:
 
 
 @jit
-def _trace_path(params, gen, n, c, gamma, theta0, checkpoints, ends, offsets, sums, acc, cursor,
+def _trace_path(params, stream, n, c, gamma, theta0, checkpoints, ends, offsets, sums, acc, cursor,
                 theta_bar, sn_v):
     # Streams r = 2q, 2q + 1 belong to checkpoint q. Between two consecutive
     # ends of any stream (an "event"), the iterates fall in one block or batch
@@ -217,6 +217,7 @@ def _trace_path(params, gen, n, c, gamma, theta0, checkpoints, ends, offsets, su
     # iterate, as run_path does, so its sums equal run_path's bit for bit.
     # Streams of passed checkpoints have written all their sums (every end is
     # <= k_q) and are skipped.
+    gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
     n_ck = checkpoints.shape[0]
     n_streams = acc.shape[0]
     last = n_streams - _STREAMS
@@ -264,6 +265,7 @@ def _trace_path(params, gen, n, c, gamma, theta0, checkpoints, ends, offsets, su
             s, a, t, ref = sn_recentre(s, a, t, ref, fi)
             pow2 *= 2
             if not np.isfinite(a):  # diverged: stop; later checkpoints stay NaN
+                release_rng(stream, gen)
                 return i
         if i == next_ck:
             tb, v = sn_read(s, a, t, ref, fi)
@@ -271,6 +273,7 @@ def _trace_path(params, gen, n, c, gamma, theta0, checkpoints, ends, offsets, su
             sn_v[first] = v
             first += 1
             next_ck = checkpoints[first] if first < n_ck else n + 1
+    release_rng(stream, gen)
     return n
 
 
