@@ -9,7 +9,10 @@ nothing of what they hold. Workers return their chunk to the driver process,
 which writes it to ``<out>/chunks/`` (:mod:`ldpsim.engine.chunks`) as soon as it
 arrives: workers, on a cluster perhaps other machines, need no access to the
 output directory, an interrupted run loses only the chunks in flight, and
-``resume=True`` skips the saved ones.
+``resume=True`` skips the saved ones. Settings that share their paths (the
+study's ``group_key``: the coverage study's settings that differ only in
+``beta``, ``B``, ``level`` or ``multiplier``) run as one task, each path once,
+and still get a chunk file each.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from .backends import STREAMING, BackendError, check_backend, joblib_backend
 from .config import Config
 
 
-def _chunk_task(index, study, setting, options, root_seed, start, stop, identity):
+def _chunk_task(indices, study, settings, options, root_seed, start, stop, identity):
     worker = store.code_identity(study)
     if worker != identity:  # `identity` is the driver's
         import socket
@@ -33,8 +36,11 @@ def _chunk_task(index, study, setting, options, root_seed, start, stop, identity
 
         raise BackendError(f"worker on {socket.gethostname()} runs other code ({show(worker)}) than the driver "
                            f"({show(identity)}): install the same ldpsim, numpy and numba there")
-    result = study.run_chunk(setting, options, root_seed, start, stop)
-    return (index, start), result  # results arrive in completion order: say whose; the driver saves
+    if len(settings) == 1:
+        results = [study.run_chunk(settings[0], options, root_seed, start, stop)]
+    else:  # settings that share their paths: each path runs once
+        results = study.run_group(settings, options, root_seed, start, stop)
+    return [((i, start), r) for i, r in zip(indices, results)]  # results arrive in completion order: say whose
 
 
 def _run_tasks(calls: list, n_jobs: int, streaming: bool):
@@ -85,42 +91,52 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
 
     check_backend(backend, scheduler, n_jobs)  # before any work, even when everything is resumed
     study = config.study
-    tasks, done = [], {}
+    # settings that share their paths (study.group_key) run as one task per range of replications
+    groups: dict = {}
     for i, setting in enumerate(config.settings):
-        key = store.chunk_key(study, setting, config)
-        size = store.chunk_size(study.steps(setting))
+        key = study.group_key(setting)
+        groups.setdefault(("alone", i) if key is None else ("group", key), []).append(i)
+    tasks, done, paths = [], {}, {}
+    for members in groups.values():
+        size = store.chunk_size(study.steps(config.settings[members[0]]))  # members share n
         for start in range(0, config.reps, size):
             stop = min(config.reps, start + size)
-            path = store.chunk_path(chunk_dir, key, start, stop) if chunk_dir is not None else None
-            if resume and path is not None and path.exists():
-                loaded = store.load_chunk(path)
+            todo = []
+            for i in members:
+                path = None
+                if chunk_dir is not None:
+                    path = store.chunk_path(chunk_dir, store.chunk_key(study, config.settings[i], config), start, stop)
+                paths[(i, start)] = path
+                loaded = store.load_chunk(path) if resume and path is not None and path.exists() else None
                 if loaded is not None:
                     done[(i, start)] = loaded
-                    continue
-            tasks.append((i, start, stop, path))
+                else:
+                    todo.append(i)
+            if todo:
+                tasks.append((todo, start, stop))
 
-    def cost(i, result):
-        return len(result["ok"]) * study.steps(config.settings[i])
+    def cost(indices, reps):  # a group's shared path counts once
+        return reps * study.steps(config.settings[indices[0]])
 
     # progress in SGD steps, not replications: an n = 1e8 replication costs a
     # hundred times an n = 1e6 one, and the ETA should know it
-    total = config.reps * sum(study.steps(s) for s in config.settings)
-    already = sum(cost(i, r) for (i, _), r in done.items())
-    with tqdm(total=total, initial=already, unit="step", unit_scale=True, disable=not progress,
-              dynamic_ncols=True, desc="SGD steps") as bar:
+    total = sum(cost(m, config.reps) for m in groups.values())
+    with tqdm(total=total, unit="step", unit_scale=True, disable=not progress, dynamic_ncols=True,
+              desc="SGD steps") as bar:
+        bar.update(total - sum(cost(todo, stop - start) for todo, start, stop in tasks))
         if tasks:
             study.warm_up(config)  # compiles into the cache that local workers load from
             identity = store.code_identity(study)
-            paths = {(i, start): path for i, start, _, path in tasks}
-            calls = [delayed(_chunk_task)(i, study, config.settings[i], config.options, config.seed, start, stop,
-                                          identity)
-                     for i, start, stop, _ in tasks]
+            calls = [delayed(_chunk_task)(todo, study, [config.settings[i] for i in todo], config.options,
+                                          config.seed, start, stop, identity)
+                     for todo, start, stop in tasks]
             with joblib_backend(backend, n_jobs, scheduler):
-                for tag, result in _run_tasks(calls, n_jobs, streaming=backend in STREAMING):
-                    if paths[tag] is not None:
-                        store.save_chunk(paths[tag], result)
-                    done[tag] = result
-                    bar.update(cost(tag[0], result))
+                for results in _run_tasks(calls, n_jobs, streaming=backend in STREAMING):
+                    for tag, result in results:
+                        if paths[tag] is not None:
+                            store.save_chunk(paths[tag], result)
+                        done[tag] = result
+                    bar.update(cost([results[0][0][0]], len(results[0][1]["ok"])))
 
     return [store.concatenate([done[k] for k in sorted(k for k in done if k[0] == i)])
             for i in range(len(config.settings))]

@@ -103,7 +103,27 @@ class Study(ABC):
         """
         job = self.prepare(setting, options, twin)
         reps = [self.replicate(job, replication_generator(root_seed, setting.seed_key, r)) for r in range(start, stop)]
-        return {name: np.stack([np.asarray(rep[name]) for rep in reps]) for name in reps[0]}
+        return stack(reps)
+
+    # --- settings that share their paths ----------------------------------
+
+    def group_key(self, setting: Setting):
+        """Settings with the same (not ``None``) key share their paths and are run together.
+
+        The driver then hands them to :meth:`run_group` as one task. The
+        default, ``None``, runs every setting on its own.
+        """
+        return None
+
+    def run_group(self, settings: list[Setting], options: dict, root_seed: int, start: int, stop: int,
+                  twin: bool = False) -> list[dict[str, np.ndarray]]:
+        """Replications ``start .. stop - 1`` of settings that share a :meth:`group_key`, one chunk each.
+
+        Each chunk must be what :meth:`run_chunk` gives for that setting alone,
+        to the bit. The default runs them one after the other; a study
+        overrides it to run each shared path once.
+        """
+        return [self.run_chunk(s, options, root_seed, start, stop, twin) for s in settings]
 
     # --- summarising and drawing ----------------------------------------
 
@@ -124,6 +144,11 @@ class Study(ABC):
         return ""
 
 
+def stack(reps: list[dict]) -> dict[str, np.ndarray]:
+    """Per-replication named arrays stacked along a first (replication) axis."""
+    return {name: np.stack([np.asarray(rep[name]) for rep in reps]) for name in reps[0]}
+
+
 def title_of(meta: dict, keys) -> str | None:
     """Table title: run name and the values every row shares (``None``: a key that does not apply).
 
@@ -137,4 +162,4 @@ def title_of(meta: dict, keys) -> str | None:
     return f"{meta.get('name', 'run')}: {fixed}, reps = {values['reps']}"
 
 
-__all__ = ["Study", "title_of"]
+__all__ = ["Study", "stack", "title_of"]

@@ -25,12 +25,14 @@ from ...inference import intervals
 from ...inference.intervals import DEFAULT_METHODS, METHODS, MULTIPLIERS, uses_blocks
 from ...inference.streaming import StreamLayout
 from ...models import build_model
+from ...engine.rng import replication_generator
 from ...recursion import run_path
+from ...recursion.kernels import run_paths
 from ...recursion.keys import (GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seed_key, path_values,
                                validate_path)
 from ...recursion.twins import path_twin
 from ...reporting.csvio import write_csv  # noqa: F401  (re-exported for scripts)
-from ..base import Study, title_of
+from ..base import Study, stack, title_of
 from .summary import summarize
 from .tables import render_latex, render_markdown
 
@@ -41,6 +43,7 @@ INFERENCE_KEYS = (
     Key("level", "float", 0.9, range=Range("(0, 1)"), help="nominal coverage"),
     Key("multiplier", "choice", "uniform", choices=MULTIPLIERS, help="law of the bootstrap multipliers"),
 )
+_INFERENCE_NAMES = tuple(k.name for k in INFERENCE_KEYS)
 METHODS_KEY = Key("methods", "choices", DEFAULT_METHODS, grid=False, choices=METHODS, help="interval methods")
 
 
@@ -119,23 +122,55 @@ class CoverageStudy(Study):
                      stream_layout(small, config.methods), small.batch_size)
 
     def prepare(self, setting, options, twin=False):
-        methods = options["methods"]
-        model = build_model(setting)
-        return setting, methods, model, stream_layout(setting, methods), model.sigma(setting.batch_size), twin
+        return self._prepare([setting], options, twin)
 
     def replicate(self, job, gen):
-        s, methods, model, layout, sigma, twin = job
-        path = path_twin if twin else run_path
-        state = path(model, gen, s.n, s.c, s.gamma, s.theta0, layout, s.batch_size)
+        return self._replicate(job, gen)[0]
+
+    def group_key(self, setting):
+        """Settings that differ only in ``beta``, ``B``, ``level`` or ``multiplier`` share their paths."""
+        return tuple((k, v) for k, v in setting.as_dict().items() if k not in _INFERENCE_NAMES)
+
+    def run_group(self, settings, options, root_seed, start, stop, twin=False):
+        """One path per replication for all of ``settings``; each gets the chunk it would get alone.
+
+        The kernel keeps the block sums of every block length at once
+        (:func:`ldpsim.recursion.kernels.run_paths`); then each setting draws
+        its bootstrap multipliers from the generator as the path left it, as
+        it would have in a run of its own.
+        """
+        job = self._prepare(settings, options, twin)
+        reps = [self._replicate(job, replication_generator(root_seed, settings[0].seed_key, r))
+                for r in range(start, stop)]
+        return [stack([rep[j] for rep in reps]) for j in range(len(settings))]
+
+    def _prepare(self, settings, options, twin):
+        methods = options["methods"]
+        s = settings[0]
+        model = build_model(s)
+        layouts = [stream_layout(x, methods) for x in settings]
+        return settings, methods, model, layouts, model.sigma(s.batch_size), twin
+
+    def _replicate(self, job, gen):
+        settings, methods, model, layouts, sigma, twin = job
+        s = settings[0]  # the path's keys are the group's
         if twin:
-            state = state[0]
-        bounds = np.full((len(methods), model.dim, 2), np.nan)
-        ok = False
-        if state.finite(s.n):
-            bounds = intervals.intervals(methods, state, layout, gen, n_boot=s.B, law=s.multiplier, level=s.level,
-                                         sigma=sigma)
-            ok = bool(np.isfinite(bounds).all())  # theta_bar is finite: state.finite held
-        return {"theta_bar": state.theta_bar, "bounds": bounds, "ok": ok}
+            states = path_twin(model, gen, s.n, s.c, s.gamma, s.theta0, list(layouts), s.batch_size)[0]
+        else:
+            states = run_paths(model, gen, s.n, s.c, s.gamma, s.theta0, layouts, s.batch_size)
+        after_path = gen.bit_generator.state if len(settings) > 1 else None
+        out = []
+        for j, (setting, layout, state) in enumerate(zip(settings, layouts, states)):
+            bounds = np.full((len(methods), model.dim, 2), np.nan)
+            ok = False
+            if state.finite(s.n):
+                if j > 0:  # each setting's multipliers come from where the path left the generator
+                    gen.bit_generator.state = after_path
+                bounds = intervals.intervals(methods, state, layout, gen, n_boot=setting.B, law=setting.multiplier,
+                                             level=setting.level, sigma=sigma)
+                ok = bool(np.isfinite(bounds).all())  # theta_bar is finite: state.finite held
+            out.append({"theta_bar": state.theta_bar, "bounds": bounds, "ok": ok})
+        return out
 
     # --- summarising and drawing
 
