@@ -1,27 +1,39 @@
-"""Benchmark of the LDP-SGD kernel: speed, RNG floor, numpy baseline, memory.
+"""Benchmark of the LDP-SGD kernels: speed against two RNG floors, numpy, grouping, Table 1, memory.
 
-Prints, from one process, medians over ``--repeats`` repetitions of
+Prints, from one process, medians over ``--repeats`` interleaved repetitions
+(load drift hits every measure alike) of
 
 1. the kernel's cost per step (:func:`ldpsim.recursion.run_path`, quantile
    model at tau = 0.5, epsilon = 1, all inference state on);
-2. the RNG floor: a jitted loop drawing the same random numbers and nothing
-   else, timed interleaved with the kernel so that load drift hits both;
+2. two RNG floors, jitted loops drawing the kernel's random numbers (one
+   normal, one uniform a step) and nothing else, from the same function:
+   the *new* floor through ``ldpsim.engine.rng`` on ``kernel_rng(gen)`` (the
+   inlined SFC64 the kernels use), the *old* floor through numba's
+   ``Generator`` (a call through the bit generator's function pointer per
+   draw, which is how the kernels drew before);
 3. a plain-numpy implementation of the same algorithm vectorised over ``R``
    replications, in ns per replication-step, with a statistical sanity check
    against the kernel;
-4. the peak RSS of fresh processes running one path of 1e5 and 1e7 steps
-   (the kernel allocates nothing of size n, so the two should agree);
-5. the quantile-regression kernel (``_vector_path`` through ``run_path``,
-   d = 4, tau = 0.5, epsilon = 1, truncated-normal covariates, Laplace
-   noise) against its own RNG floor: per step 3 truncated normals by the
-   same rejection from N(0, 1), the response's normal and 4 Laplace draws
-   (8 standard exponentials), in the kernel's order. A sanity line checks
-   that floor and kernel leave the generator in the same state.
+4. the quantile-regression kernel (d = 4, tau = 0.5, epsilon = 1,
+   truncated-normal covariates, Laplace noise) against its two floors: per
+   step 3 truncated normals by the same rejection from N(0, 1), the
+   response's normal and 4 Laplace draws (8 standard exponentials), in the
+   kernel's order. A sanity line checks that floor and kernel leave the
+   generator in the same state;
+5. the sweep speed-up: the wall time of ``configs/sweep_gamma_beta.yaml``
+   (5 beta values per gamma, whose settings share their paths) over that of
+   the same sweep with one beta, at ``--reps-sweep`` replications;
+6. the wall time of the full Table 1 (``configs/quantile.yaml``, 500
+   replications, n = 1e6, 1e7, 1e8, 2 workers) extrapolated from a slice of
+   ``--reps-table`` replications per setting run through the same driver;
+7. the peak RSS of fresh processes running one path of 1e5 and 1e7 steps
+   (the kernel allocates nothing of size n, so the two should agree).
 
 Usage
 -----
 ``python scripts/bench.py [--n 1e7] [--n-qr 2e6] [--repeats 5] [--reps-vec 500]
-[--n-vec 2e4] [--json PATH]``. Timings are reported, never asserted.
+[--n-vec 2e4] [--reps-sweep 10] [--reps-table 2] [--json PATH]``. Timings are
+reported, never asserted.
 """
 
 from __future__ import annotations
@@ -33,14 +45,20 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
+from pathlib import Path
 
 import numpy as np
 
+import ldpsim
 from ldpsim.engine.jit import jit  # imports ldpsim first: fixes numba's cache directory
 from ldpsim.engine import rng as ldpsim_rng
+from ldpsim.engine.rng import exponential, kernel_rng, local_rng, normal, release_rng, uniform
 from ldpsim.models import QuantileModel, QuantileRegressionModel
 from ldpsim.recursion import run_path
 from ldpsim.inference.streaming import StreamLayout
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TAU, EPSILON, C, GAMMA, BETA, THETA0 = 0.5, 1.0, 1.0, 0.51, 0.75, 0.0
 #: Bit generator of all timed streams (kernel, floor, numpy); ``--bit-generator`` changes it.
@@ -53,36 +71,53 @@ def make_gen(seed):
 
 
 @jit
-def rng_floor(gen, n):
-    """Draw what the kernel draws per step (one normal, one uniform), nothing else."""
+def rng_floor(stream, n):
+    """Draw what the kernel draws per step (one normal, one uniform), nothing else.
+
+    ``stream`` is ``kernel_rng(gen)`` (the new floor: the kernels' inlined SFC64,
+    its state copied into registers as the kernels do) or ``gen`` itself
+    (the old floor: numba's ``Generator``).
+    """
+    rng = local_rng(stream)
     s = 0.0
     for _ in range(n):
-        s += gen.standard_normal()
-        s += gen.random()
+        s += normal(rng)
+        s += uniform(rng)
+    release_rng(stream, rng)
     return s
 
 
 @jit
-def qr_rng_floor(gen, n, d, bound):
+def qr_rng_floor(stream, n, d, bound):
     """Draw what the quantile-regression kernel draws per step, in its order, nothing else.
 
     ``d - 1`` covariates N(0, 1) truncated to ``[-bound, bound]`` by rejection
     (``_draw_truncated_normal``), the response's normal, then one Laplace
     per coordinate as the difference of two standard exponentials
     (``mechanisms.laplace``); all summed so that no draw is optimised away.
+    ``stream`` as for :func:`rng_floor`.
     """
+    rng = local_rng(stream)
     s = 0.0
     for _ in range(n):
         for _ in range(d - 1):
-            z = gen.standard_normal()
+            z = normal(rng)
             while abs(z) > bound:
-                z = gen.standard_normal()
+                z = normal(rng)
             s += z
-        s += gen.standard_normal()
+        s += normal(rng)
         for _ in range(d):
-            s += gen.standard_exponential()
-            s -= gen.standard_exponential()
+            s += exponential(rng)
+            s -= exponential(rng)
+    release_rng(stream, rng)
     return s
+
+
+def run_floor(n, seed, old=False):
+    """:func:`rng_floor` on a fresh generator: the new floor, or the old one (``old=True``)."""
+    gen = make_gen(seed)
+    rng_floor(gen if old else kernel_rng(gen), n)
+    return gen
 
 
 def qr_model():
@@ -90,11 +125,11 @@ def qr_model():
     return QuantileRegressionModel(TAU, epsilon=EPSILON, covariates="truncnorm", mechanism="laplace")
 
 
-def run_qr_floor(n, seed):
-    """:func:`qr_rng_floor` for :func:`qr_model` on a fresh generator; returns the generator."""
+def run_qr_floor(n, seed, old=False):
+    """:func:`qr_rng_floor` for :func:`qr_model` on a fresh generator (new or old floor); returns it."""
     model = qr_model()
     gen = make_gen(seed)
-    qr_rng_floor(gen, n, model.dim, model.covariates.bound)
+    qr_rng_floor(gen if old else kernel_rng(gen), n, model.dim, model.covariates.bound)
     return gen
 
 
@@ -213,11 +248,22 @@ def sanity(n, reps, seed):
     print(f"  numpy batch sums / n vs theta_bar: max abs diff {np.max(np.abs(batches.sum(0) / n - tb)):.1e}")
 
 
-def timed(func, *args):
-    """Wall time of ``func(*args)`` in seconds."""
+def timed(func, *args, **kwargs):
+    """Wall time of ``func(*args, **kwargs)`` in seconds."""
     start = time.perf_counter()
-    func(*args)
+    func(*args, **kwargs)
     return time.perf_counter() - start
+
+
+def run_config(path, **overrides):
+    """Run a config through the Python API (the CLI's code path), in memory, quietly."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ldpsim.ConfigWarning)  # the sweep crosses beta <= gamma on purpose
+        return ldpsim.run(str(ROOT / path), out=None, progress=False, **overrides)
+
+
+#: The full Table 1: replications, settings (2 tau), n per setting.
+TABLE1_REPS, TABLE1_TAUS, TABLE1_NS = 500, 2, (10**6, 10**7, 10**8)
 
 
 def peak_rss_mib(n):
@@ -243,6 +289,8 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--reps-vec", type=int, default=500, help="replications R of the numpy version")
     parser.add_argument("--n-vec", type=float, default=2e4, help="steps of the numpy version")
+    parser.add_argument("--reps-sweep", type=int, default=10, help="replications of the timed sweeps")
+    parser.add_argument("--reps-table", type=int, default=2, help="replications per setting of the Table 1 slice")
     parser.add_argument("--json", metavar="PATH", help="also write the numbers to this JSON file")
     parser.add_argument("--bit-generator", default=BIT_GENERATOR.__name__,
                         help="numpy bit generator of all streams (default: ldpsim's)")
@@ -255,38 +303,67 @@ def main(argv=None):
 
     # warm-up: compile (or load from cache) before anything is timed
     run_kernel(1000, 0)
-    rng_floor(make_gen(0), 1000)
+    run_floor(1000, 0)
+    run_floor(1000, 0, old=True)
     numpy_paths(2 * 1024, reps, 0)
     run_qr_kernel(1000, 0)
     run_qr_floor(1000, 0)
+    run_qr_floor(1000, 0, old=True)
+    run_config("configs/sweep_gamma_beta.yaml", reps=2, n=10**5, n_jobs=1)
+    run_config("configs/sweep_gamma_beta.yaml", reps=2, n=10**5, n_jobs=1, beta=0.75)
+    run_config("configs/quantile.yaml", reps=2, n=10**5, n_jobs=2)
     sanity(n_vec, reps, 12345)
     qr_same = qr_sanity(10**4 + 17, 4321)
 
-    kern, floor, nump, qr_kern, qr_floor = [], [], [], [], []
+    names = ("kernel", "floor", "old_floor", "numpy", "qr_kernel", "qr_floor", "qr_old_floor", "sweep", "sweep_one",
+             "table1")
+    t = {name: [] for name in names}
+    slice_steps = args.reps_table * TABLE1_TAUS * sum(TABLE1_NS)
+    full_steps = TABLE1_REPS * TABLE1_TAUS * sum(TABLE1_NS)
     for rep in range(args.repeats):  # interleaved: load drift hits all alike
-        kern.append(timed(run_kernel, n, 100 + rep) / n * 1e9)
-        floor.append(timed(rng_floor, make_gen(200 + rep), n) / n * 1e9)
-        nump.append(timed(numpy_paths, n_vec, reps, 300 + rep) / (n_vec * reps) * 1e9)
-        qr_kern.append(timed(run_qr_kernel, n_qr, 400 + rep) / n_qr * 1e9)
-        qr_floor.append(timed(run_qr_floor, n_qr, 500 + rep) / n_qr * 1e9)
-        print(f"repeat {rep + 1}/{args.repeats}: kernel {kern[-1]:.1f}, floor {floor[-1]:.1f}, "
-              f"numpy {nump[-1]:.1f}, QR kernel {qr_kern[-1]:.1f}, QR floor {qr_floor[-1]:.1f} ns/step",
+        t["kernel"].append(timed(run_kernel, n, 100 + rep) / n * 1e9)
+        t["floor"].append(timed(run_floor, n, 200 + rep) / n * 1e9)
+        t["old_floor"].append(timed(run_floor, n, 200 + rep, old=True) / n * 1e9)
+        t["numpy"].append(timed(numpy_paths, n_vec, reps, 300 + rep) / (n_vec * reps) * 1e9)
+        t["qr_kernel"].append(timed(run_qr_kernel, n_qr, 400 + rep) / n_qr * 1e9)
+        t["qr_floor"].append(timed(run_qr_floor, n_qr, 500 + rep) / n_qr * 1e9)
+        t["qr_old_floor"].append(timed(run_qr_floor, n_qr, 500 + rep, old=True) / n_qr * 1e9)
+        t["sweep"].append(timed(run_config, "configs/sweep_gamma_beta.yaml", reps=args.reps_sweep, n_jobs=1))
+        t["sweep_one"].append(timed(run_config, "configs/sweep_gamma_beta.yaml", reps=args.reps_sweep, n_jobs=1,
+                                    beta=0.75))
+        t["table1"].append(timed(run_config, "configs/quantile.yaml", reps=args.reps_table, n_jobs=2)
+                           * full_steps / slice_steps)
+        print(f"repeat {rep + 1}/{args.repeats}: kernel {t['kernel'][-1]:.1f}, floor {t['floor'][-1]:.1f}, "
+              f"old floor {t['old_floor'][-1]:.1f}, numpy {t['numpy'][-1]:.1f}, QR kernel {t['qr_kernel'][-1]:.1f}, "
+              f"QR floor {t['qr_floor'][-1]:.1f}, QR old floor {t['qr_old_floor'][-1]:.1f} ns/step; sweep "
+              f"{t['sweep'][-1]:.2f} s vs {t['sweep_one'][-1]:.2f} s; Table 1 {t['table1'][-1] / 60:.1f} min",
               flush=True)
     med = statistics.median
+
+    def ratio(a, b):  # the median of the ratios taken repeat by repeat
+        return med(x / y for x, y in zip(t[a], t[b]))
+
     res = {
-        "n": n, "n_vec": n_vec, "reps_vec": reps, "repeats": args.repeats,
-        "kernel_ns_per_step": med(kern),
-        "floor_ns_per_step": med(floor),
-        "kernel_over_floor": med(k / f for k, f in zip(kern, floor)),
-        "numpy_ns_per_replication_step": med(nump),
-        "numpy_over_kernel": med(p / k for p, k in zip(nump, kern)),
-        "kernel_ns_all": kern, "floor_ns_all": floor, "numpy_ns_all": nump,
-        "n_qr": n_qr,
-        "qr_kernel_ns_per_step": med(qr_kern),
-        "qr_floor_ns_per_step": med(qr_floor),
-        "qr_kernel_over_floor": med(k / f for k, f in zip(qr_kern, qr_floor)),
+        "n": n, "n_vec": n_vec, "reps_vec": reps, "repeats": args.repeats, "n_qr": n_qr,
+        "kernel_ns_per_step": med(t["kernel"]),
+        "floor_ns_per_step": med(t["floor"]),
+        "old_floor_ns_per_step": med(t["old_floor"]),
+        "kernel_over_floor": ratio("kernel", "floor"),
+        "kernel_over_old_floor": ratio("kernel", "old_floor"),
+        "numpy_ns_per_replication_step": med(t["numpy"]),
+        "numpy_over_kernel": ratio("numpy", "kernel"),
+        "qr_kernel_ns_per_step": med(t["qr_kernel"]),
+        "qr_floor_ns_per_step": med(t["qr_floor"]),
+        "qr_old_floor_ns_per_step": med(t["qr_old_floor"]),
+        "qr_kernel_over_floor": ratio("qr_kernel", "qr_floor"),
+        "qr_kernel_over_old_floor": ratio("qr_kernel", "qr_old_floor"),
         "qr_floor_consumes_like_kernel": qr_same,
-        "qr_kernel_ns_all": qr_kern, "qr_floor_ns_all": qr_floor,
+        "reps_sweep": args.reps_sweep,
+        "sweep_s": med(t["sweep"]), "sweep_one_beta_s": med(t["sweep_one"]),
+        "sweep_over_one_beta": ratio("sweep", "sweep_one"),
+        "reps_table": args.reps_table,
+        "table1_extrapolated_min": med(t["table1"]) / 60,
+        "all": t,
     }
     res["peak_rss_mib_1e5"] = peak_rss_mib(10**5)
     res["peak_rss_mib_1e7"] = peak_rss_mib(10**7)
@@ -294,14 +371,21 @@ def main(argv=None):
 
     res["bit_generator"] = args.bit_generator
     print()
-    print(f"bit generator   {args.bit_generator}")
-    print(f"kernel          {res['kernel_ns_per_step']:7.1f} ns/step")
-    print(f"RNG floor       {res['floor_ns_per_step']:7.1f} ns/step")
-    print(f"kernel / floor  {res['kernel_over_floor']:7.2f}   (target <= 1.5)")
-    print(f"numpy (R={reps}) {res['numpy_ns_per_replication_step']:7.1f} ns/replication-step")
-    print(f"numpy / kernel  {res['numpy_over_kernel']:7.2f}   (target >= 2.5)")
-    print(f"QR kernel {res['qr_kernel_ns_per_step']:.1f} ns/step, QR RNG floor "
-          f"{res['qr_floor_ns_per_step']:.1f} ns/step, ratio {res['qr_kernel_over_floor']:.2f} (target <= 1.5)")
+    print(f"bit generator        {args.bit_generator}")
+    print(f"kernel               {res['kernel_ns_per_step']:7.1f} ns/step")
+    print(f"RNG floor            {res['floor_ns_per_step']:7.1f} ns/step   (inlined SFC64, as the kernels draw)")
+    print(f"old RNG floor        {res['old_floor_ns_per_step']:7.1f} ns/step   (numba's Generator)")
+    print(f"kernel / floor       {res['kernel_over_floor']:7.2f}   (target <= 1.3)")
+    print(f"kernel / old floor   {res['kernel_over_old_floor']:7.2f}   (target <= 0.8)")
+    print(f"numpy (R={reps})      {res['numpy_ns_per_replication_step']:7.1f} ns/replication-step")
+    print(f"numpy / kernel       {res['numpy_over_kernel']:7.2f}   (target >= 3)")
+    print(f"QR kernel {res['qr_kernel_ns_per_step']:.1f} ns/step, QR RNG floor {res['qr_floor_ns_per_step']:.1f}, "
+          f"old {res['qr_old_floor_ns_per_step']:.1f} ns/step: QR kernel / floor {res['qr_kernel_over_floor']:.2f}, "
+          f"/ old floor {res['qr_kernel_over_old_floor']:.2f} (target <= 0.8)")
+    print(f"sweep (5 beta per gamma) {res['sweep_s']:.2f} s vs one beta {res['sweep_one_beta_s']:.2f} s at "
+          f"{args.reps_sweep} reps: ratio {res['sweep_over_one_beta']:.2f} (target <= 1.4)")
+    print(f"Table 1 (500 reps, n to 1e8, 2 workers) extrapolated from {args.reps_table} reps per setting: "
+          f"{res['table1_extrapolated_min']:.1f} min (target <= 8)")
     print(f"peak RSS n=1e5 {res['peak_rss_mib_1e5']:.1f} MiB, n=1e7 {res['peak_rss_mib_1e7']:.1f} MiB, "
           f"ratio {res['peak_rss_ratio']:.3f} (target <= 1.10)")
     if args.json:
