@@ -354,18 +354,7 @@ def _release_rng(rng, local):
     return lambda rng, local: None
 
 
-def _generator_uniform(gen):
-    return gen.random()
-
-
-def _generator_normal(gen):
-    return gen.standard_normal()
-
-
-def _generator_exponential(gen):
-    return gen.standard_exponential()
-
-
-_draws(uniform, _generator_uniform, _uniform_intrinsic)
-_draws(normal, _generator_normal, _normal_intrinsic)
-_draws(exponential, _generator_exponential, _exponential_intrinsic)
+# on a numba Generator the Python bodies themselves compile: they call its methods
+_draws(uniform, uniform, _uniform_intrinsic)
+_draws(normal, normal, _normal_intrinsic)
+_draws(exponential, exponential, _exponential_intrinsic)

@@ -363,28 +363,5 @@ def run_paths(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
 
 def run_path(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,
              layout: StreamLayout, batch_size: int = 1) -> PathState:
-    """Run one LDP-SGD path of ``n`` steps and return its streamed state (:func:`run_paths` for one layout).
-
-    Parameters
-    ----------
-    model : ldpsim.models.Model
-        Supplies the kernel parameters (its privatized gradient).
-    gen : numpy.random.Generator
-        The replication's generator; the kernel advances it.
-    n : int
-        Number of steps.
-    c, gamma : float
-        Step size ``eta_i = c i^-gamma``.
-    theta0 : float
-        Starting value of every coordinate.
-    layout : StreamLayout
-        Block and batch ends for ``n``.
-    batch_size : int
-        Observations per step, each privatized on its own (000, Remark 2.1).
-
-    Returns
-    -------
-    PathState
-        Arrays shaped with a trailing coordinate axis of length ``model.dim``.
-    """
+    """:func:`run_paths` for one layout: one LDP-SGD path of ``n`` steps and its streamed state."""
     return run_paths(model, gen, n, c, gamma, theta0, [layout], batch_size)[0]

@@ -86,6 +86,25 @@ class Study(ABC):
     def warm_up(self, config: Config) -> None:
         """Compile (or load from the cache) the kernels once, before workers start."""
 
+    @staticmethod
+    def distinct_kernels(config: Config, build, variant=None):
+        """``(setting, model)`` for the first setting of each distinct compiled kernel.
+
+        Numba compiles a kernel once per type of the record it is handed (nested
+        records, noise and covariates, included) and per ``variant(setting)``
+        (what else the kernel is specialised on): warming up one setting of
+        each compiles all of them. ``build`` makes a setting's model.
+        """
+        import numba
+
+        seen = set()
+        for setting in config.settings:
+            model = build(setting)
+            kind = (numba.typeof(model.kernel_params()), variant(setting) if variant else None)
+            if kind not in seen:
+                seen.add(kind)
+                yield setting, model
+
     @abstractmethod
     def prepare(self, setting: Setting, options: dict, twin: bool = False) -> Any:
         """What the replications of a chunk share (model, layouts); ``twin`` selects the Python twin."""

@@ -108,15 +108,8 @@ class CoverageStudy(Study):
         return setting.n
 
     def warm_up(self, config):
-        seen = set()
-        for setting in config.settings:
-            model = build_model(setting)
-            import numba
-
-            kind = numba.typeof(model.kernel_params())  # nested records (noise, covariates) count
-            if kind in seen:
-                continue
-            seen.add(kind)
+        # the kernels are specialised on one observation a step or several
+        for setting, model in self.distinct_kernels(config, build_model, lambda s: s.batch_size == 1):
             small = setting.replace(n=64, beta=0.5)
             run_path(model, as_generator(0), small.n, small.c, small.gamma, small.theta0,
                      stream_layout(small, config.methods), small.batch_size)

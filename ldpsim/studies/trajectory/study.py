@@ -92,16 +92,9 @@ class TrajectoryStudy(Study):
         return setting.n
 
     def warm_up(self, config):
-        import numba
-
-        seen = set()
-        for setting in config.settings:
-            model = build_model(setting)
-            kind = numba.typeof(model.kernel_params())
-            if kind not in seen:
-                seen.add(kind)
-                run_trajectory(model, as_generator(0), 16, setting.c, setting.gamma, setting.theta0,
-                               np.array([4, 16]), setting.batch_size)
+        for setting, model in self.distinct_kernels(config, build_model):
+            run_trajectory(model, as_generator(0), 16, setting.c, setting.gamma, setting.theta0, np.array([4, 16]),
+                           setting.batch_size)
 
     def prepare(self, setting, options, twin=False):
         return setting, build_model(setting), setting_checkpoints(setting, options), twin
