@@ -15,6 +15,7 @@ output directory, an interrupted run loses only the chunks in flight, and
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from joblib import Parallel, delayed, effective_n_jobs
 
@@ -52,7 +53,8 @@ def _run_tasks(calls: list, n_jobs: int, streaming: bool):
 
 
 def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", scheduler: str | None = None,
-             chunk_dir: Path | None = None, resume: bool = False, progress: bool = True) -> list[dict]:
+             chunk_dir: Path | None = None, resume: bool = False, progress: bool = True,
+             log: Callable[[str], None] | None = None, stats: dict | None = None) -> list[dict]:
     """Run every replication of every setting of ``config``.
 
     Parameters
@@ -75,6 +77,11 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
         settings and seed.
     progress : bool
         Show a progress bar with ETA.
+    log : callable, optional
+        Called with one line for what the user should know: how many chunks
+        ``resume`` reused, a damaged chunk set aside.
+    stats : dict, optional
+        Filled with ``chunks`` (in the run), ``reused`` and ``damaged``.
 
     Returns
     -------
@@ -85,19 +92,39 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
 
     check_backend(backend, scheduler, n_jobs)  # before any work, even when everything is resumed
     study = config.study
-    tasks, done = [], {}
+    log = log or (lambda line: None)
+    tasks, done, damaged, own = [], {}, 0, set()
     for i, setting in enumerate(config.settings):
         key = store.chunk_key(study, setting, config)
         size = store.chunk_size(study.steps(setting))
+        shapes = study.chunk_shapes(setting, config.options)
         for start in range(0, config.reps, size):
             stop = min(config.reps, start + size)
             path = store.chunk_path(chunk_dir, key, start, stop) if chunk_dir is not None else None
-            if resume and path is not None and path.exists():
-                loaded = store.load_chunk(path)
-                if loaded is not None:
+            own.add(path.name if path is not None else None)
+            if resume and path is not None and (path.exists() or path.is_symlink()):
+                loaded, problem = store.read_chunk(path, stop - start, shapes)
+                if problem is None:
                     done[(i, start)] = loaded
                     continue
+                damaged += 1
+                try:
+                    where = store.set_aside(path)
+                    log(f"chunk {path.name} {problem}: moved to {where.parent.parent.name}/{where.parent.name}/, "
+                        "its replications are recomputed")
+                except OSError as exc:
+                    log(f"chunk {path.name} {problem}; it cannot be moved aside ({exc.strerror}): recomputing it")
             tasks.append((i, start, stop, path))
+    if stats is not None:
+        stats.update(chunks=len(tasks) + len(done), reused=len(done), damaged=damaged)
+    if resume:
+        total = len(tasks) + len(done)
+        other = 0
+        if chunk_dir is not None and chunk_dir.is_dir():
+            other = sum(1 for p in chunk_dir.glob("*.npz") if p.name not in own)
+        note = (f"; {other} other chunk file(s) there belong to other settings, seeds, reps or code and are not used"
+                if other else "")
+        log(f"resume: reusing {len(done)} of {total} chunks saved in {chunk_dir}, computing {len(tasks)}{note}")
 
     def cost(i, result):
         return len(result["ok"]) * study.steps(config.settings[i])
