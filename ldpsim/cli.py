@@ -160,7 +160,7 @@ def _compare(args) -> int:
             f"({', '.join(f'{n:.0e}' for n in sorted(columns))}) with the paper's methods")
         raise ConfigError(f"dir = {args.dir!r}: no setting matches {table} ({setting_text(table)}): {why}")
     if reasons:
-        print(f"{PROG}: {len(reasons)} row(s) outside the paper's setting are left out (first: {reasons[0]})",
+        print(f"{PROG}: {len(reasons)} row(s) left out of the comparison (first: {reasons[0]})",
               file=sys.stderr)
     text = render_comparison(entries)
     try:
@@ -172,6 +172,8 @@ def _compare(args) -> int:
 
 
 def _trace(args) -> int:
+    import numpy as np
+
     from .engine.config import check_keys
     from .engine.outdir import RunIdentity, open_output
     from .studies.coverage.trace import TRACE_KEYS, compute_trace, figure_class, load_trace, write_trace, write_trace_meta
@@ -205,6 +207,9 @@ def _trace(args) -> int:
                                   f"{exc.strerror or exc}") from None
             raise
     out = handle.path
+    if np.isnan(result.bounds[-1]).any():
+        print(f"{PROG}: some intervals at n = {config.setting.n} are missing: the path diverged or its numbers lost "
+              "their precision (trace.csv holds nan there)", file=sys.stderr)
     last = ", ".join(f"{m} [{lo:.6g}, {hi:.6g}]" for m, (lo, hi) in zip(config.methods, result.bounds[-1]))
     print(f"n = {config.setting.n}: theta_bar {result.trace.theta_bar[-1]:.6g}; {last}")
     print(f"{PROG}: wrote {out / 'trace.csv'}, figure1.png, meta.json "

@@ -26,8 +26,7 @@ from hypothesis import strategies as st
 import ldpsim
 from ldpsim.cli import main
 from ldpsim.engine.config import RUN_KEYS
-from ldpsim.studies.coverage import CoverageStudy
-from ldpsim.studies.trajectory.study import TRAJECTORY_KEYS
+from ldpsim.studies import STUDIES
 
 #: A value that is not what any key wants, or is at the edge of what it takes.
 SCALAR = st.one_of(
@@ -45,7 +44,7 @@ PLAUSIBLE = {
     "delta": [1e-5, 0.1], "covariates": ["truncnorm", "uniform"], "clip": [1, 2.5], "c": [1, 0.5, 2],
     "gamma": [0.51, 0.75, 0.9, 1.0, 0.4], "theta0": [0, 0.5, -1], "beta": [0.75, 0.6, 0.9], "level": [0.9, 0.8],
     "multiplier": ["uniform", "rademacher", "gaussian", "mammen"], "methods": [["BB"], ["SN", "oracle"], "BM"],
-    "seed": [1, 7, 0], "study": ["coverage", "trajectory"],
+    "seed": [1, 7, 0], "study": sorted(STUDIES),
 }
 #: The keys that size the work: tiny valid values, or invalid ones (never a large valid one).
 SIZED = {
@@ -57,7 +56,9 @@ SIZED = {
     "k_min": [1, 2, 10, 0, 1e9, -3],
     "fit_decades": [1, 0.5, 0, 1e300, -1, None, "inf"],
 }
-KEYS = sorted({k.name for k in CoverageStudy.keys + RUN_KEYS + TRAJECTORY_KEYS} | {"study"})
+#: Every registered study's keys: a new study is drawn from as soon as it is in STUDIES (add its keys that
+#: size the work to SIZED, so that accepted runs stay tiny).
+KEYS = sorted({k.name for study in STUDIES.values() for k in study.keys} | {k.name for k in RUN_KEYS} | {"study"})
 UNKNOWN = st.sampled_from(["tua", "Tau", "foo", "n ", "", "methods2"])
 
 

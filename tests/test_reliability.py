@@ -222,7 +222,7 @@ def test_compare_scores_only_the_rows_of_the_papers_setting(tmp_path, capsys):
     out = paper_like(tmp_path / "r", varied=("gamma",), rows=[[0.51], [0.7]], tau=0.5, gamma=[0.51, 0.7])
     status, stdout, err = cli(capsys, "compare", out)
     assert status == 0
-    assert "1 row(s) outside the paper's setting are left out (first: gamma = 0.7, the paper's is 0.51)" in err
+    assert "1 row(s) left out of the comparison (first: gamma = 0.7, the paper's is 0.51)" in err
     assert stdout.count("| BB ") == 1 and "+0.99" in stdout
 
 
@@ -323,7 +323,7 @@ def test_fewest_bootstrap_draws(level, draws):
     (b"tau: 0.5\nmodel: \"\xff\xfe\"\n", "is not UTF-8 text (byte 0xff at line 2)"),
     (b"tau: 0.5\ntau: 0.9\n", "is not valid YAML: key 'tau' is given twice at line 2"),
     (b"tau: " + b"[" * 3000 + b"]" * 3000 + b"\n", "is not valid YAML: nested too deeply"),
-    (b"seed: 1" + b"0" * 5000 + b"\n", "is not valid YAML: Exceeds the limit (4300 digits)"),
+    (b"seed: 1" + b"0" * 5000 + b"\n", "is not valid YAML: an integer with more than 4300 digits"),
     (b"- 1\n- 2\n", "must hold a mapping of keys to values"),
     (b"x" * (2 << 20), "is larger than 1 MiB: not a config"),
 ])
@@ -729,3 +729,41 @@ def test_sigterm_is_handled_as_an_interrupt(tmp_path, capsys, monkeypatch):
     status, _, err = cli(capsys, "run", tmp_path / "c.yaml", "--out", tmp_path / "o", "--quiet")
     assert status == 143 and err == "ldpsim: terminated; finished chunks are saved, rerun with --resume to continue\n"
     assert signal.getsignal(signal.SIGTERM) == handler and not (tmp_path / "o").exists()
+
+
+def test_files_that_are_links_to_a_device_are_not_read_forever(earlier, capsys):
+    out, config, before = earlier
+    (out / "meta.json").unlink()
+    (out / "meta.json").symlink_to("/dev/zero")
+    status, _, err = cli(capsys, "run", config, "--out", out, "--quiet", "--resume")
+    one_line_error(status, err, "holds a meta.json that is not a run's (it is not a regular file)")
+    status, _, err = cli(capsys, "table", out)
+    one_line_error(status, err, "meta.json' cannot be read: it is not a regular file")
+
+
+def test_compare_leaves_out_rows_without_usable_replications(tmp_path, capsys):
+    out = paper_like(tmp_path / "r")
+    text = (out / "summary.csv").read_text().replace("BB,0,1000000,500,0,0.9", "BB,0,1000000,0,500,nan", 1)
+    (out / "summary.csv").write_text(text)
+    status, stdout, err = cli(capsys, "compare", out)
+    assert status == 0 and "1 row(s) left out of the comparison (first: no usable replications" in err
+    assert stdout.count("| BB ") == 1
+
+
+def test_force_removes_only_what_a_run_writes(earlier, capsys):
+    out, config, _ = earlier
+    meta = json.loads((out / "meta.json").read_text())
+    meta["outputs"] += ["notes.txt", "../tiny.yaml", "c.yaml"]  # a meta.json is not trusted to name other files
+    (out / "meta.json").write_text(json.dumps(meta))
+    (out / "notes.txt").write_text("mine")
+    (out / "c.yaml").write_text(TINY)
+    status, _, _ = cli(capsys, "run", config, "--out", out, "--quiet", "--n-jobs", "1", "--seed", "5", "--force")
+    assert status == 0 and (out / "notes.txt").exists() and (out / "c.yaml").exists() and config.exists()
+
+
+def test_a_trace_whose_numbers_lost_their_precision_has_no_intervals():
+    from ldpsim.studies.coverage.trace import compute_trace, resolve_trace
+
+    config = resolve_trace({"n": 2000, "checkpoints": 8, "seed": 3, "B": 50, "theta0": 1e20})
+    result = compute_trace(config)  # BB, BM, SN were [1e20, 1e20]: length 0, reported as intervals
+    assert np.isnan(result.bounds).all() and (result.trace.theta_bar == 1e20).all()

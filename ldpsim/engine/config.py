@@ -522,7 +522,10 @@ def load_yaml(path: str | Path) -> dict:
     except RecursionError:
         raise ConfigError(f"{what} is not valid YAML: nested too deeply") from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits
-        raise ConfigError(f"{what} is not valid YAML: {str(exc).splitlines()[0]}") from None
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if "4300" in text or "Exceeds the limit" in text:
+            text = "an integer with more than 4300 digits"
+        raise ConfigError(f"{what} is not valid YAML: {text}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -117,10 +117,10 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
             tasks.append((i, start, stop, path))
     if stats is not None:
         stats.update(chunks=len(tasks) + len(done), reused=len(done), damaged=damaged)
-    if resume:
+    if resume and chunk_dir is not None:
         total = len(tasks) + len(done)
         other = 0
-        if chunk_dir is not None and chunk_dir.is_dir():
+        if chunk_dir.is_dir():
             other = sum(1 for p in chunk_dir.glob("*.npz") if p.name not in own)
         note = (f"; {other} other chunk file(s) there belong to other settings, seeds, reps or code and are not used"
                 if other else "")

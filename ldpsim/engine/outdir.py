@@ -46,6 +46,10 @@ CHUNKS = "chunks"
 LOCK = ".lock"
 #: Files of a run's directory that mark it as holding results, besides ``meta.json`` and chunk files.
 RESULT_GLOBS = ("*.csv", "table.md", "compare_*.md")
+#: A meta.json larger than this is not one (the config of a grid of 100000 settings takes a few MiB).
+MAX_META_BYTES = 64 << 20
+#: The kinds of files a run writes (tables, figures); ``--force`` removes another run's of these only.
+OUTPUT_SUFFIXES = (".csv", ".md", ".tex", ".png", ".pdf", ".svg", ".json")
 #: How the refusals end: the way out, for the CLI and the API alike.
 WAY_OUT = "choose another --out, or replace it with --force (API: force=True)"
 
@@ -106,10 +110,14 @@ def read_meta(path: Path) -> tuple[dict | None, str | None]:
     """``(meta, None)`` from a ``meta.json``, or ``(None, why it cannot be read)``; ``(None, None)`` if absent."""
     if not path.exists() and not path.is_symlink():
         return None, None
-    try:
-        meta = json.loads(path.read_bytes().decode("utf-8"))
-    except IsADirectoryError:
+    if path.is_dir():
         return None, "it is a directory"
+    if not path.is_file():  # a link to /dev/zero would be read forever
+        return None, "it is not a regular file"
+    try:
+        if path.stat().st_size > MAX_META_BYTES:
+            return None, f"it is larger than {MAX_META_BYTES >> 20} MiB"
+        meta = json.loads(path.read_bytes().decode("utf-8"))
     except OSError as exc:
         return None, exc.strerror or str(exc)
     except UnicodeDecodeError:
@@ -304,7 +312,9 @@ def clear_run(path: Path, meta: dict | None) -> None:
     Files ldpsim does not write are left alone.
     """
     listed = meta.get("outputs", []) if isinstance(meta, dict) and isinstance(meta.get("outputs"), list) else []
-    names = {str(n) for n in listed if isinstance(n, str) and "/" not in n and n not in ("", ".", "..")}
+    # only names of the kinds ldpsim writes, in this directory: a meta.json is not trusted to name a config
+    names = {n for n in listed if isinstance(n, str) and "/" not in n and "\\" not in n
+             and n.endswith(OUTPUT_SUFFIXES)}
     names |= {p.name for pattern in RESULT_GLOBS for p in path.glob(pattern)}
     names |= {"meta.json", "table.tex", "figure1.png", "trajectory.png"}
     for name in names:

@@ -75,10 +75,12 @@ def read_csv(path: Path, text_columns=("method", "estimator"), columns: dict[str
     """
     path = Path(path)
     where = repr(str(path))
+    if path.is_dir():
+        raise ConfigError(f"{where} is a directory, not a table")
+    if path.exists() and not path.is_file():  # a link to /dev/zero would be read forever
+        raise ConfigError(f"{where} is not a regular file")
     try:
         text = path.read_bytes().decode("utf-8")
-    except IsADirectoryError:
-        raise ConfigError(f"{where} is a directory, not a table") from None
     except OSError as exc:
         raise ConfigError(f"{where} cannot be read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

@@ -93,6 +93,8 @@ def _same(value, want) -> bool:
 def mismatch(row: dict, ref: dict, fixed: dict | None = None) -> str | None:
     """The first key of the table's setting that ``row`` does not match (``"gamma = 0.7, not 0.51"``), or None."""
     fixed = fixed or {}
+    if not (isinstance(row.get("reps"), int) and row["reps"] > 0):
+        return "no usable replications (all failed)"
     for key, want in ref.get("setting", {}).items():
         value = row[key] if key in row else fixed.get(key, _MISSING)
         if value is _MISSING:

@@ -58,7 +58,7 @@ from ...recursion.kernels import sn_add, sn_read, sn_recentre, step_ratio_coeffi
 from ...engine.rng import kernel_rng, replication_generator
 from ...reporting.figures import figure_class as _figure_class
 from ...reporting.meta import git_commit, machine, versions
-from .study import CoverageStudy
+from .study import CoverageStudy, resolved
 
 #: Keys only ``trace`` takes, with their defaults.
 TRACE_DEFAULTS = {"checkpoints": 200, "k_min": 10}
@@ -402,8 +402,9 @@ def trace_intervals(trace: Trace, setting, methods, gen: np.random.Generator, si
     -------
     numpy.ndarray
         ``(C, len(methods), 2)`` lower and upper ends; NaN where a checkpoint
-        is too short for a method (fewer than two blocks or batches) or past a
-        divergence.
+        is too short for a method (fewer than two blocks or batches), past a
+        divergence, or where the interval is not finite or lost its precision
+        (:func:`~.study.resolved`).
     """
     ks = trace.layout.checkpoints
     bounds = np.full((ks.shape[0], len(methods), 2), np.nan)
@@ -415,9 +416,13 @@ def trace_intervals(trace: Trace, setting, methods, gen: np.random.Generator, si
         short = set(inference.BLOCK_METHODS) if not layout.enough_blocks else set()
         short |= {"BM"} if not layout.enough_batches else set()
         usable = [j for j, method in enumerate(methods) if method not in short]
-        bounds[q, usable] = inference.intervals(
-            [methods[j] for j in usable], state, layout, gen, n_boot=setting.B, law=setting.multiplier,
-            level=setting.level, sigma=sigma)[:, 0]
+        with np.errstate(all="ignore"):  # an overflowing interval is dropped below, not warned about
+            bounds[q, usable] = inference.intervals(
+                [methods[j] for j in usable], state, layout, gen, n_boot=setting.B, law=setting.multiplier,
+                level=setting.level, sigma=sigma)[:, 0]
+        for j in usable:  # as in `run`: an interval of rounding noise (theta0 = 1e20) is no interval
+            if not (np.isfinite(bounds[q, j]).all() and resolved(bounds[q, j])):
+                bounds[q, j] = np.nan
     return bounds
 
 

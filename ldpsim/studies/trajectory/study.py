@@ -21,7 +21,7 @@ import numpy as np
 from ...engine.config import Key, Range, check_range
 from ...engine.rng import as_generator
 from ...inference.streaming import checkpoint_grid
-from ...models import build_model
+from ...models import MODELS, build_model
 from ...recursion.keys import GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seed_key, path_values, \
     validate_path
 from ..base import Study, title_of
@@ -94,6 +94,10 @@ class TrajectoryStudy(Study):
 
     def warnings(self, s, options):
         return gamma_warnings(s)
+
+    def chunk_shapes(self, setting, options):
+        shape = (len(setting_checkpoints(setting, options)), MODELS[setting.model].dim)
+        return {"last": shape, "average": shape, "ok": ()}
 
     def steps(self, setting):
         return setting.n
