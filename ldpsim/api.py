@@ -22,16 +22,21 @@ given. :func:`open_result` reads a finished run's directory back.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .engine.backends import check_backend
-from .engine.config import Config
+import numpy as np
+
+from .engine.backends import check_backend, local_workers
+from .engine.chunks import chunk_key, chunk_size
+from .engine.config import Config, check_run_memory, show
 from .engine.driver import simulate
 from .engine.errors import ConfigError
+from .engine.outdir import RunIdentity, check_path, identity_of_meta, open_output, read_meta, write_text
 from .reporting.csvio import read_csv, write_csv
 from .reporting.meta import git_commit, machine, versions
 from .studies import DEFAULT_STUDY, get_study, load
@@ -69,7 +74,15 @@ def load_config(source=None, overrides_from: str = "overrides", **overrides) -> 
         return source
     if isinstance(source, dict):
         return load(None, {**source, **overrides}, overrides_from="config")
+    if source is not None and not isinstance(source, (str, os.PathLike)):
+        raise ConfigError(f"config = {show(source)} is not a YAML file, a dict of config keys or a Config")
+    if isinstance(source, (str, os.PathLike)):
+        check_path(source, "config")  # not empty, no NUL byte
     return load(source, overrides, overrides_from=overrides_from)
+
+
+def _identity(config: Config) -> RunIdentity:
+    return RunIdentity.of(config.study.name, {k: v for k, v in config.values.items() if k != "study"})
 
 
 @dataclass
@@ -119,23 +132,32 @@ class Result:
         """The main table in markdown, as the run printed it."""
         return self.study.render(self.tables, self.meta)
 
-    def save(self, out: str | Path | None = None) -> list[str]:
+    def save(self, out: str | Path | None = None, force: bool = False) -> list[str]:
         """Write the CSV tables, the study's tables and figures and ``meta.json`` into ``out``.
 
-        Returns the names of the files written.
+        A directory that holds another run is refused (:class:`ConfigError`)
+        unless ``force`` replaces it. Returns the names of the files written.
         """
-        out = Path(out) if out is not None else self.out
-        if out is None:
+        if out is None and self.out is None:
             raise ValueError("give a directory to save into: result.save('results/my_run')")
-        out.mkdir(parents=True, exist_ok=True)
-        files = []
-        for name, rows in self.tables.items():
-            write_csv(rows, out / f"{name}.csv")
-            files.append(f"{name}.csv")
-        files += self.study.write_outputs(out, self.tables, self.meta)
-        self.meta["outputs"] = files
-        (out / "meta.json").write_text(json.dumps(self.meta, indent=2, allow_nan=True) + "\n")
-        self.out, self.files = out, files
+        identity = identity_of_meta(self.meta) or RunIdentity.of("unknown", {})
+        with open_output(out if out is not None else self.out, identity, force=force, lock=False) as handle:
+            return self._write(handle.path)
+
+    def _write(self, out: Path) -> list[str]:
+        try:
+            files = []
+            for name, rows in self.tables.items():
+                write_csv(rows, out / f"{name}.csv")
+                files.append(f"{name}.csv")
+            files += self.study.write_outputs(out, self.tables, self.meta)
+            self.meta["outputs"] = files
+            self.meta["status"] = "complete"
+            write_text(out / "meta.json", json.dumps(self.meta, indent=2, allow_nan=True) + "\n")
+        except OSError as exc:
+            raise ConfigError(f"out = {str(out)!r}: cannot write {exc.filename or 'its files'}: "
+                              f"{exc.strerror or exc}") from None
+        self.out, self.files = Path(out), files
         return files
 
     def figures(self, out: str | Path | None = None) -> list[str]:
@@ -148,9 +170,13 @@ class Result:
 
 
 def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky", scheduler: str | None = None,
-        resume: bool = False, progress: bool = True, name: str | None = None, command: list[str] | None = None,
-        overrides_from: str = "overrides", **overrides) -> Result:
+        resume: bool = False, force: bool = False, progress: bool = True, name: str | None = None,
+        command: list[str] | None = None, overrides_from: str = "overrides", log=None, **overrides) -> Result:
     """Run a config and return its result (and write its outputs, if it has an output directory).
+
+    Everything that can be checked is checked before any work: the config,
+    the backend, the memory the replications need, and the output directory
+    (created, written to, locked, and refused if it holds another run).
 
     Parameters
     ----------
@@ -161,7 +187,8 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
         Output directory; default ``results/<file stem>`` for a file and
         none (in memory) for a dict. Chunks of finished replications are
         saved in ``out/chunks/`` as they arrive, so that ``resume=True``
-        continues an interrupted run.
+        continues an interrupted run. ``meta.json`` records which run the
+        directory holds before the simulation starts.
     n_jobs : int
         Parallel workers (-1: all cores). Never changes the numbers.
     backend : {'loky', 'threading', 'dask', 'ray'}
@@ -170,6 +197,9 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
         Dask scheduler address or scheduler file (``backend='dask'``).
     resume : bool
         Reuse the chunks an earlier run of the same config saved in ``out``.
+    force : bool
+        Replace the outputs and chunks of another run in ``out``; without it
+        such a directory is refused.
     progress : bool
         Show a progress bar.
     name : str, optional
@@ -178,6 +208,9 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
         The command line, recorded in ``meta.json``.
     overrides_from : str
         What error messages call the overrides (the CLI says ``--set``).
+    log : callable, optional
+        Called with each line for the user (chunks resumed, a damaged chunk
+        set aside); default: printed to stderr after ``ldpsim: ``.
     **overrides
         Config keys that win over ``source``: ``reps=50``, ``n=[1e6, 1e7]``,
         ``tau=[0.5, 0.9]``.
@@ -185,33 +218,42 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
     Returns
     -------
     Result
+
+    Raises
+    ------
+    ConfigError
+        One line, before any work, for anything that cannot run.
     """
     config = load_config(source, overrides_from=overrides_from, **overrides)
-    from_file = isinstance(source, (str, Path))
+    from_file = isinstance(source, (str, os.PathLike))
     if out is DEFAULT_OUT:
         out = Path("results") / Path(source).stem if from_file else None
-    out = Path(out) if out is not None else None
+    for flag, value in (("resume", resume), ("force", force), ("progress", progress)):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{flag} = {show(value)} is not True or False")
+    if resume and out is None:
+        raise ConfigError("resume = True needs out, the directory whose chunks it continues")
+    if name is not None and not isinstance(name, str):
+        raise ConfigError(f"name = {show(name)} is not a string")
     name = name or (Path(source).stem if from_file else "run")
     study = config.study
     check_backend(backend, scheduler, n_jobs)  # a bad backend leaves no empty output directory
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+    if backend in ("loky", "threading") or (backend == "dask" and scheduler is None):
+        check_run_memory(study, config.settings, config.options, config.reps, workers=min(
+            local_workers(n_jobs), sum(-(-config.reps // chunk_size(study.steps(s))) for s in config.settings)))
+    log = log if log is not None else _stderr
+    identity = _identity(config)
     started = datetime.now(timezone.utc)
     commit = git_commit()  # the code that computes, not whatever is checked out at the end
-    tic = time.perf_counter()
-    chunks = simulate(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
-                      chunk_dir=out / "chunks" if out is not None else None, resume=resume, progress=progress)
-    wall = time.perf_counter() - tic
-    tables = study.summarize(config, chunks)
     meta = {
         "name": name,
         "study": study.name,
+        "run_id": identity.run_id,
+        "status": "running",
         "config": config.values,
         "root_seed": config.seed,
         "settings": len(config.settings),
         "varied": list(config.varied),
-        "n_failed": int(sum((~c["ok"]).sum() for c in chunks)),
-        "wall_time_s": round(wall, 3),
         "n_jobs": n_jobs,
         "backend": backend,
         "scheduler": scheduler,
@@ -222,10 +264,61 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
         "git_commit": commit,
         "machine": machine(),
     }
-    result = Result(config, tables, meta, out)
+    handle = None
     if out is not None:
-        result.save(out)
+        keys = {chunk_key(study, s, config) for s in config.settings}
+        handle = open_output(out, identity, force=force, chunk_keys=keys)
+    try:
+        if handle is not None and not handle.holds_this_run:
+            # which run this directory holds, before any work: an interrupted run is identified, and resumed
+            _write_meta(handle.path, meta)
+        tic = time.perf_counter()
+        stats: dict = {}
+        chunks = simulate(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
+                          chunk_dir=handle.chunks if handle is not None else None, resume=resume,
+                          progress=progress, log=log, stats=stats)
+        wall = time.perf_counter() - tic
+        with np.errstate(all="ignore"):  # non-finite statistics are written as nan, not warned about
+            tables = study.summarize(config, chunks)
+        meta.update({
+            "status": "complete",
+            "n_failed": int(sum((~c["ok"]).sum() for c in chunks)),
+            "wall_time_s": round(wall, 3),
+            "chunks": stats.get("chunks"),
+            "chunks_reused": stats.get("reused"),
+        })
+        result = Result(config, tables, meta, handle.path if handle is not None else None)
+        if handle is not None:
+            result._write(handle.path)
+    except BaseException as exc:
+        if handle is not None:
+            handle.discard()  # a directory this run made and saved nothing in is removed again
+        if handle is not None and isinstance(exc, OSError) and _inside(exc.filename, handle.path):
+            # the disk filled up, or the directory was taken away, during the run
+            raise ConfigError(f"out = {str(handle.path)!r}: cannot write {exc.filename}: {exc.strerror or exc}") from None
+        raise
+    finally:
+        if handle is not None:
+            handle.close()
     return result
+
+
+def _inside(filename, directory: Path) -> bool:
+    try:
+        return filename is not None and Path(os.fsdecode(filename)).resolve().is_relative_to(directory.resolve())
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def _stderr(line: str) -> None:
+    print(f"ldpsim: {line}", file=sys.stderr)
+
+
+def _write_meta(out: Path, meta: dict) -> None:
+    try:
+        write_text(out / "meta.json", json.dumps(meta, indent=2, allow_nan=True) + "\n")
+    except OSError as exc:
+        raise ConfigError(f"out = {str(out)!r}: cannot write meta.json: {exc.strerror or exc}") from None
 
 
 def open_result(out: str | Path) -> Result:
@@ -234,15 +327,34 @@ def open_result(out: str | Path) -> Result:
     Raises
     ------
     ldpsim.engine.errors.ConfigError
-        If ``out`` holds no ``summary.csv``.
+        One line naming the file if ``out`` holds no ``summary.csv``, or a
+        ``meta.json`` or table that cannot be read or is not this study's.
     """
-    out = Path(out)
+    out = check_path(out, "dir")
+    if not out.is_dir():
+        raise ConfigError(f"dir = {str(out)!r} is not a directory" if out.exists() else f"dir = {str(out)!r} not found")
     if not (out / "summary.csv").is_file():
+        if (out / "trace.csv").is_file():
+            raise ConfigError(f"dir = {str(out)!r} holds a trace (trace.csv, no summary.csv): its figure is drawn "
+                              "by `ldpsim trace`")
         raise ConfigError(f"dir = {str(out)!r} has no summary.csv")
-    meta_path = out / "meta.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"name": out.name}
-    study = get_study(meta.get("config", {}).get("study", DEFAULT_STUDY))
-    tables = {name: read_csv(out / f"{name}.csv") for name in study.tables if (out / f"{name}.csv").is_file()}
+    meta, problem = read_meta(out / "meta.json")
+    if problem is not None:
+        raise ConfigError(f"{str(out / 'meta.json')!r} cannot be read: {problem}")
+    meta = meta if meta is not None else {"name": out.name}
+    config = meta.get("config", {})
+    if not isinstance(config, dict):
+        raise ConfigError(f"{str(out / 'meta.json')!r} has a config that is not a mapping of keys to values")
+    if not isinstance(meta.get("varied", []), list) or not all(isinstance(k, str) for k in meta.get("varied", [])):
+        raise ConfigError(f"{str(out / 'meta.json')!r} has a 'varied' entry that is not a list of keys")
+    study = get_study(config.get("study", meta.get("study", DEFAULT_STUDY)))
+    tables = {}
+    for name in study.tables:
+        path = out / f"{name}.csv"
+        if path.is_file():
+            tables[name] = read_csv(path, columns=study.table_columns.get(name))
+        elif name in study.table_columns:
+            raise ConfigError(f"dir = {str(out)!r} has no {name}.csv, which a {study.name} run writes")
     return Result(None, tables, meta, out)
 
 

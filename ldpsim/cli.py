@@ -8,12 +8,15 @@ config keys: ``--reps``, ``--n`` and ``--seed`` directly, every key through
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import warnings
 from pathlib import Path
 
 from .engine.backends import BACKENDS
 from .engine.errors import ConfigError, ConfigWarning, MissingExtra
+from .engine.outdir import write_text
 
 PROG = "ldpsim"
 
@@ -35,15 +38,18 @@ def _parser() -> argparse.ArgumentParser:
                           "(dask alone starts a local cluster)")
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help="dask scheduler to run on (tcp://host:8786 or a scheduler file); needs --backend dask")
-    run.add_argument("--out", type=Path, help="output directory (default: results/<config name>)")
+    run.add_argument("--out", help="output directory (default: results/<config name>); one holding another run is "
+                                    "refused")
     run.add_argument("--resume", action="store_true", help="reuse replications saved by an interrupted run")
+    run.add_argument("--force", action="store_true",
+                     help="replace the outputs and chunks of another run in --out (otherwise refused)")
     run.add_argument("--quiet", action="store_true", help="no progress bar, no table on stdout")
 
     table = sub.add_parser("table", help="re-render a run's tables and figures from its CSV files")
-    table.add_argument("dir", type=Path, help="run output directory")
+    table.add_argument("dir", help="run output directory")
 
     comp = sub.add_parser("compare", help="compare a run with a published table")
-    comp.add_argument("dir", type=Path, help="run output directory")
+    comp.add_argument("dir", help="run output directory")
     comp.add_argument("--table", help="reference table name (default: the paper's table of the run's model)")
 
     trace = sub.add_parser("trace", help="one path with its intervals at log-spaced checkpoints (Figure 1)")
@@ -52,7 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     trace.add_argument("--seed", help="root seed")
     trace.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="set any trace config key (one value each: a trace is one path)")
-    trace.add_argument("--out", type=Path, help="output directory (default: results/<config name>)")
+    trace.add_argument("--out", help="output directory (default: results/<config name>)")
+    trace.add_argument("--force", action="store_true", help="replace the outputs of another run in --out")
 
     check = sub.add_parser("check", help="which assumptions of Theorem 3.2 each setting meets (exit 1 if one fails)")
     check.add_argument("config", help="YAML config file")
@@ -63,14 +70,27 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _overrides(args) -> dict:
-    from .engine.config import parse_assignment
+    overrides = _assignments(args.set)
+    flags = {"reps": getattr(args, "reps", None), "seed": getattr(args, "seed", None), "n": args.n}
+    for key, value in flags.items():
+        if value is None:
+            continue
+        if key in overrides:
+            raise ConfigError(f"{key} is given twice: --{key} and --set {key}=...; give it once")
+        overrides[key] = value if isinstance(value, str) or len(value) > 1 else value[0]
+    return overrides
 
-    overrides = dict(parse_assignment(item) for item in args.set)
-    for key in ("reps", "seed"):
-        if getattr(args, key, None) is not None:
-            overrides[key] = getattr(args, key)
-    if args.n is not None:
-        overrides["n"] = args.n if isinstance(args.n, str) or len(args.n) > 1 else args.n[0]
+
+def _assignments(items) -> dict:
+    """``--set`` arguments as a mapping; a key set twice is refused (which one was meant?)."""
+    from .engine.config import parse_assignment, show
+
+    overrides = {}
+    for item in items:
+        key, value = parse_assignment(item)
+        if key in overrides:
+            raise ConfigError(f"{key} is set twice in --set ({show(overrides[key])} and {show(value)}); give it once")
+        overrides[key] = value
     return overrides
 
 
@@ -78,13 +98,14 @@ def _run(args) -> int:
     from . import api
 
     result = api.run(args.config, out=args.out if args.out is not None else api.DEFAULT_OUT, n_jobs=args.n_jobs,
-                     backend=args.backend, scheduler=args.scheduler, resume=args.resume, progress=not args.quiet,
-                     command=[PROG, *sys.argv[1:]], overrides_from="--set", **_overrides(args))
+                     backend=args.backend, scheduler=args.scheduler, resume=args.resume, force=args.force,
+                     progress=not args.quiet, command=[PROG, *sys.argv[1:]], overrides_from="--set",
+                     **_overrides(args))
     if not args.quiet:
         print(result.render())
     failed = result.meta["n_failed"]
     if failed:
-        print(f"{PROG}: {failed} replication(s) diverged or gave non-finite results; "
+        print(f"{PROG}: {failed} replication(s) diverged, gave non-finite results or lost their precision; "
               "they are excluded and counted in n_failed", file=sys.stderr)
     print(f"{PROG}: wrote {result.out}/: {', '.join(result.files)}, meta.json", file=sys.stderr)
     return 0
@@ -94,48 +115,101 @@ def _table(args) -> int:
     from .api import open_result
 
     result = open_result(args.dir)
-    result.figures()
-    print(result.render())
+    try:
+        result.figures()
+        text = result.render()
+    except OSError as exc:
+        raise ConfigError(f"dir = {args.dir!r}: cannot write {exc.filename or 'its tables'}: "
+                          f"{exc.strerror or exc}") from None
+    except (KeyError, ValueError, TypeError, IndexError) as exc:  # tables that pass their checks but disagree
+        raise ConfigError(f"dir = {args.dir!r}: its tables cannot be drawn ({type(exc).__name__}: {exc}); "
+                          "are summary.csv and meta.json from one run?") from None
+    print(text)
     return 0
 
 
 def _compare(args) -> int:
-    from .api import open_result
-    from .reporting.reference import DEFAULT_TABLES, compare, paper_tables, render_comparison
+    from .api import load_config, open_result
+    from .reporting.reference import DEFAULT_TABLES, compare, mismatch, paper_tables, render_comparison, setting_text
 
     result = open_result(args.dir)
-    fixed = result.meta.get("config", {})
-    table = args.table or DEFAULT_TABLES.get(fixed.get("model"), "table1_quantile")
+    if result.study.name != "coverage":
+        raise ConfigError(f"dir = {args.dir!r} holds a {result.study.name} run: compare scores the coverage "
+                          "study's intervals against the paper's tables")
+    recorded = result.meta.get("config", {})
+    try:  # the run's config as this ldpsim resolves it (keys added since it ran get their values)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConfigWarning)
+            fixed = load_config(dict(recorded)).values if recorded else {}
+    except ConfigError:
+        fixed = dict(recorded)
     tables = paper_tables()
-    if table not in tables or "rows" not in tables[table]:
-        names = [k for k, v in tables.items() if isinstance(v, dict) and "rows" in v]
+    names = [k for k, v in tables.items() if isinstance(v, dict) and "rows" in v]
+    models = fixed.get("model") if isinstance(fixed.get("model"), list) else [fixed.get("model")]
+    table = args.table or next((DEFAULT_TABLES[m] for m in models if isinstance(m, str) and m in DEFAULT_TABLES),
+                               "table1_quantile")
+    if table not in names:
         raise ConfigError(f"table = {table!r} is not one of: {', '.join(names)}")
-    text = render_comparison(compare(result.rows, table, fixed))
-    (args.dir / f"compare_{table}.md").write_text(text)
+    entries = compare(result.rows, table, fixed)
+    columns = {int(n) for n in tables[table]["columns"]}
+    reasons = [why for row in result.rows if row["n"] in columns
+               and (why := mismatch(row, tables[table], fixed)) is not None]
+    if not entries:
+        why = reasons[0] if reasons else (
+            f"none of its n ({', '.join(sorted({str(r['n']) for r in result.rows}))}) is a column of the table "
+            f"({', '.join(f'{n:.0e}' for n in sorted(columns))}) with the paper's methods")
+        raise ConfigError(f"dir = {args.dir!r}: no setting matches {table} ({setting_text(table)}): {why}")
+    if reasons:
+        print(f"{PROG}: {len(reasons)} row(s) left out of the comparison (first: {reasons[0]})",
+              file=sys.stderr)
+    text = render_comparison(entries)
+    try:
+        write_text(Path(args.dir) / f"compare_{table}.md", text)
+    except OSError as exc:
+        raise ConfigError(f"dir = {args.dir!r}: cannot write compare_{table}.md: {exc.strerror or exc}") from None
     print(text)
     return 0
 
 
 def _trace(args) -> int:
-    from .engine.config import parse_assignment
-    from .studies.coverage.trace import TRACE_KEYS, compute_trace, figure_class, load_trace, write_trace
+    import numpy as np
 
-    overrides = dict(parse_assignment(item) for item in args.set)
     from .engine.config import check_keys
+    from .engine.outdir import RunIdentity, open_output
+    from .studies.coverage.trace import TRACE_KEYS, compute_trace, figure_class, load_trace, write_trace, write_trace_meta
 
+    overrides = _assignments(args.set)
     check_keys(overrides, "--set", TRACE_KEYS)
     for key in ("n", "seed"):
         if getattr(args, key) is not None:
+            if key in overrides:
+                raise ConfigError(f"{key} is given twice: --{key} and --set {key}=...; give it once")
             overrides[key] = getattr(args, key)
     config = load_trace(args.config, overrides)
-    out = args.out or Path("results") / Path(args.config).stem
+    out = args.out if args.out is not None else Path("results") / Path(args.config).stem
     try:
         figure_class()  # before the path, which may run for minutes
     except MissingExtra as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
-    result = compute_trace(config)
-    write_trace(result, out, command=[PROG, *sys.argv[1:]])
+    command = [PROG, *sys.argv[1:]]
+    identity = RunIdentity.of("trace", config.values)
+    with open_output(out, identity, force=args.force, lock=False) as handle:
+        try:
+            if not handle.holds_this_run:
+                write_trace_meta(config, handle.path, identity, command)  # which run, before the path runs
+            result = compute_trace(config)
+            write_trace(result, handle.path, command=command)
+        except BaseException as exc:
+            handle.discard()
+            if isinstance(exc, OSError):
+                raise ConfigError(f"out = {str(handle.path)!r}: cannot write {exc.filename or 'its files'}: "
+                                  f"{exc.strerror or exc}") from None
+            raise
+    out = handle.path
+    if np.isnan(result.bounds[-1]).any():
+        print(f"{PROG}: some intervals at n = {config.setting.n} are missing: the path diverged or its numbers lost "
+              "their precision (trace.csv holds nan there)", file=sys.stderr)
     last = ", ".join(f"{m} [{lo:.6g}, {hi:.6g}]" for m, (lo, hi) in zip(config.methods, result.bounds[-1]))
     print(f"n = {config.setting.n}: theta_bar {result.trace.theta_bar[-1]:.6g}; {last}")
     print(f"{PROG}: wrote {out / 'trace.csv'}, figure1.png, meta.json "
@@ -169,12 +243,47 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input)."""
     args = _parser().parse_args(argv)
     warnings.showwarning = _show_warning
+    previous = _terminate_as_interrupt()
     try:
         return {"run": _run, "table": _table, "compare": _compare, "trace": _trace, "check": _check}[args.command](args)
     except ConfigError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; finished chunks are saved, rerun with --resume to continue",
-              file=sys.stderr)
-        return 130
+    except MissingExtra as exc:
+        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:
+        print(f"{PROG}: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}; finished chunks are "
+              "saved, rerun with --resume to continue", file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130
+    except MemoryError:
+        print(f"{PROG}: error: out of memory: lower --n-jobs, reps or the size of the grid", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: one line, and the traceback on request
+        if os.environ.get("LDPSIM_TRACEBACK"):
+            raise
+        print(f"{PROG}: internal error: {type(exc).__name__}: {_one_line(exc)} (a bug in ldpsim; please report it "
+              "with the command; LDPSIM_TRACEBACK=1 shows where it happened)", file=sys.stderr)
+        return 70
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a batch system's time limit, ``kill``), handled as Ctrl-C: chunks kept, one line, exit 143."""
+
+
+def _terminate_as_interrupt():
+    def handler(signum, frame):
+        raise Terminated()
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except (ValueError, OSError):  # not the main thread (main() called from a thread): leave it
+        return None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return " ".join(text.splitlines()) if text else type(exc).__name__

@@ -98,6 +98,10 @@ def test_compare_with_paper(tmp_path):
     # a summary in the paper's setting (numbers made up): compare reports z and length ratio
     out = tmp_path / "c"
     out.mkdir()
+    config = {"study": "coverage", "model": "quantile", "tau": 0.5, "epsilon": 1.0, "c": 1.0, "gamma": 0.51,
+              "theta0": 0.0, "beta": 0.75, "B": 500, "level": 0.9, "multiplier": "uniform", "n": 1000000,
+              "reps": 500, "seed": 1, "methods": ["BB"]}
+    (out / "meta.json").write_text(json.dumps({"name": "c", "config": config, "varied": ["tau"]}))
     (out / "summary.csv").write_text(
         "tau,method,coord,n,reps,n_failed,coverage,coverage_se,length,length_se,theta_star,bias,sd,se_ratio\n"
         "0.5,BB,0,1000000,500,0,0.9,0.0134,0.0085,5e-05,0.0,0.0,0.0027,1.0\n"

@@ -35,12 +35,12 @@ def resolve(**kw):
         ({"gamma": 1.2}, "gamma = 1.2 is outside (0, 1]"),
         ({"gamma": 0}, "gamma = 0.0 is outside (0, 1]"),
         ({"c": 0}, "c = 0.0 is outside (0, inf)"),
-        ({"B": 0}, "B = 0 is outside [1, inf)"),
-        ({"level": 1}, "level = 1.0 is outside (0, 1)"),
+        ({"B": 0}, "B = 0 is outside [50, inf)"),
+        ({"level": 1}, "level = 1.0 is outside [0.001, 0.99999]"),
         ({"level": 0.01}, "level = 0.01 is outside [0.05, 0.9999] (SN critical values)"),
         ({"n": 3}, "n = 3 is too small for two bootstrap blocks with beta = 0.75"),
         ({"n": 10, "methods": ["BM"]}, "n = 10 is too small for two batch-means batches with gamma = 0.51"),
-        ({"n": 1}, "n = 1 is outside [2, inf)"),
+        ({"n": 1}, "n = 1 is outside [2, 2^53]"),
         ({"gamma": 1.0, "methods": ["BM"]}, "gamma = 1.0 leaves no batch-means batches; BM needs gamma < 1"),
         ({"n": 1.5e4}, None),
         ({"n": "1e4.5"}, "n = '1e4.5' is not an integer"),
@@ -146,7 +146,7 @@ def test_unknown_override_keys_are_named_as_overrides(tmp_path):
 
 def test_every_key_can_be_set():
     values = {"model": "quantile", "n": "2e4", "reps": 3, "seed": 1, "tau": 0.4, "epsilon": 2, "c": 0.5,
-              "gamma": 0.6, "theta0": 0.1, "beta": 0.8, "B": 10, "level": 0.8, "multiplier": "mammen",
+              "gamma": 0.6, "theta0": 0.1, "beta": 0.8, "B": 50, "level": 0.8, "multiplier": "mammen",
               "methods": "[BB, SN]", "batch_size": 2}
     linear = {"model": "linear", "mechanism": "gaussian", "delta": 1e-6, "covariates": "uniform", "clip": 2}
     assert set(values) | set(linear) == set(ALL_KEYS)
@@ -154,7 +154,7 @@ def test_every_key_can_be_set():
     config = cfg.resolve(mapping)
     s = config.settings[0]
     assert (s.n, s.tau, s.epsilon, s.c, s.gamma, s.theta0, s.beta, s.B, s.level, s.multiplier, s.batch_size) == (
-        20_000, 0.4, 2.0, 0.5, 0.6, 0.1, 0.8, 10, 0.8, "mammen", 2)
+        20_000, 0.4, 2.0, 0.5, 0.6, 0.1, 0.8, 50, 0.8, "mammen", 2)
     assert (config.reps, config.seed, config.methods) == (3, 1, ("BB", "SN"))
     mapping.update(parse_assignment(f"{k}={v}") for k, v in linear.items())
     s = cfg.resolve(mapping).settings[0]

@@ -20,14 +20,16 @@ from ldpsim.studies.coverage.summary import summarize
 pytestmark = pytest.mark.slow
 
 
+CONFIG = cfg.load(Path(__file__).parents[1] / "configs" / "quantile.yaml", {"n": ["1e6", "1e7"]})
+
+
 @pytest.fixture(scope="module")
 def table1_rows():
-    config = cfg.load(Path(__file__).parents[1] / "configs" / "quantile.yaml", {"n": ["1e6", "1e7"]})
-    return summarize(config, simulate(config, n_jobs=-1, progress=False))
+    return summarize(CONFIG, simulate(CONFIG, n_jobs=-1, progress=False))
 
 
 def test_coverage_within_three_combined_standard_errors_of_paper(table1_rows):
-    entries = compare(table1_rows, "table1_quantile")
+    entries = compare(table1_rows, "table1_quantile", CONFIG.values)
     assert len(entries) == 12  # 2 tau x (BB, BM, SN) x 2 n
     for e in entries:
         assert abs(e["z"]) < 3, e
@@ -37,7 +39,7 @@ def test_lengths_close_to_paper(table1_rows):
     # BB and BM lengths have MC SEs under 1% of their mean: within 5% of the
     # paper's (itself rounded to 2 digits). SN lengths are far more variable
     # (SE about 2% for each table): within 3 combined SEs.
-    for e in compare(table1_rows, "table1_quantile"):
+    for e in compare(table1_rows, "table1_quantile", CONFIG.values):
         if e["method"] in ("BB", "BM"):
             assert abs(e["length_ratio"] - 1) < 0.05, e
         else:

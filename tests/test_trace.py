@@ -139,7 +139,7 @@ def test_layout_rejects_ends_that_would_stall_the_kernel():
 @pytest.mark.parametrize("mapping,message", [
     ({"tau": [0.5, 0.9]}, "tau = [0.5, 0.9] is a list; trace follows one path"),
     ({"reps": 500}, "reps = 500 does not apply"),
-    ({"checkpoints": 1}, "checkpoints = 1 is outside [2, inf)"),
+    ({"checkpoints": 1}, "checkpoints = 1 is outside [2, 10000]"),
     ({"k_min": 5000, "n": 5000}, "k_min = 5000 is outside [2, n) = [2, 5000)"),
     ({"k_min": 1.5}, "k_min = 1.5 is not an integer"),
     ({"checkpoint": 10}, "unknown key 'checkpoint'"),

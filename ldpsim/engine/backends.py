@@ -34,6 +34,8 @@ EXTRAS = {"dask": ("distributed", "cluster"), "ray": ("ray.util.joblib", "ray")}
 #: ``multiprocessing.Pool``, for which joblib refuses generators; it runs in
 #: waves instead (:func:`ldpsim.engine.driver.simulate`).
 STREAMING = ("loky", "threading", "dask")
+#: Local runs start at most this many workers per core (more only costs memory).
+MAX_WORKERS_PER_CORE = 8
 #: Seconds to wait for a dask scheduler to answer.
 CONNECT_TIMEOUT = 10
 #: Seconds to wait for the first worker to join a dask scheduler.
@@ -64,10 +66,18 @@ def check_backend(backend: str, scheduler: str | None = None, n_jobs: int = -1) 
     """
     if backend not in BACKENDS:
         raise BackendError(f"backend = {backend!r} is not one of: {', '.join(BACKENDS)}")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise BackendError(f"scheduler = {scheduler!r} is not an address or a scheduler file")
     if scheduler is not None and backend != "dask":
         raise BackendError(f"--scheduler needs --backend dask (got --backend {backend})")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int):
+        raise BackendError(f"n_jobs = {n_jobs!r} is not an integer: give a worker count, or -1 for all cores")
     if n_jobs == 0:
         raise BackendError("n_jobs = 0 is not allowed: give a worker count, or -1 for all cores")
+    if scheduler is None and n_jobs > MAX_WORKERS_PER_CORE * cpu_count():
+        # a typo (--n-jobs 1000000) would start that many processes
+        raise BackendError(f"n_jobs = {n_jobs} is more than {MAX_WORKERS_PER_CORE} workers per core of this machine "
+                           f"({cpu_count()} cores)")
     if backend in EXTRAS:
         module, extra = EXTRAS[backend]
         try:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import numba
 import numpy as np
 
 from .jit import source_hash
+from .outdir import temporary_beside
 
 #: Bumped when the chunk file layout changes (1: the coverage study's arrays
 #: only; 2: any study's named arrays).
@@ -73,25 +73,90 @@ def chunk_path(chunk_dir: Path, key: str, start: int, stop: int) -> Path:
 
 
 def save_chunk(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Write a chunk atomically: a killed run never leaves half a chunk under its final name."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    """Write a chunk atomically: a killed run never leaves half a chunk under its final name.
+
+    The arrays go to a temporary file ``.<name>.*.tmp`` beside it, which is
+    flushed to disk and then renamed over ``path``. A run killed in between
+    leaves only the temporary file, which the next run into the directory
+    removes (:func:`ldpsim.engine.outdir.open_output`).
+    """
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = temporary_beside(path)
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())  # the rename must not reach the disk before the data
         os.replace(tmp, path)
+    except OSError as exc:  # a full disk says ENOSPC without a file name: name the chunk
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
 
 
 def load_chunk(path: Path) -> dict[str, np.ndarray] | None:
     """The arrays of a saved chunk, or ``None`` if it cannot be read."""
+    arrays, problem = read_chunk(path)
+    return None if problem else arrays
+
+
+def read_chunk(path: Path, reps: int | None = None,
+               shapes: dict[str, tuple] | None = None) -> tuple[dict[str, np.ndarray] | None, str | None]:
+    """A saved chunk's arrays, checked: ``(arrays, None)``, or ``(None, what is wrong with the file)``.
+
+    Parameters
+    ----------
+    path : Path
+    reps : int, optional
+        Replications the chunk must hold (the first axis of every array).
+    shapes : dict, optional
+        The shape of each array of one replication
+        (:meth:`~ldpsim.studies.base.Study.chunk_shapes`); without it only
+        ``ok`` and the first axes are checked.
+    """
     try:
-        with np.load(path) as data:
-            return {name: data[name] for name in data.files}
-    except (OSError, ValueError, KeyError):
-        return None
+        with open(path, "rb") as fh:  # ours to close: np.load leaks the handle of a file it fails to read
+            data = np.load(fh, allow_pickle=False)
+            arrays = {name: data[name] for name in data.files} if isinstance(data, np.lib.npyio.NpzFile) else data
+    except Exception as exc:  # a truncated or foreign file fails in many ways (BadZipFile, EOFError, zlib.error, ...)
+        return None, f"cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no detail'})"
+    if not isinstance(arrays, dict):  # np.load of a bare .npy file gives an array
+        return None, "is not a chunk (no named arrays)"
+    return (None, problem) if (problem := check_chunk(arrays, reps, shapes)) else (arrays, None)
+
+
+def check_chunk(arrays: dict[str, np.ndarray], reps: int | None = None,
+                shapes: dict[str, tuple] | None = None) -> str | None:
+    """What is wrong with a chunk's arrays (see :func:`read_chunk`), or ``None``."""
+    if "ok" not in arrays:
+        return "holds no 'ok' array"
+    if arrays["ok"].dtype != np.bool_ or arrays["ok"].ndim != 1:
+        return f"has an 'ok' array of {arrays['ok'].dtype} {arrays['ok'].shape}, not a boolean vector"
+    count = arrays["ok"].shape[0] if reps is None else reps
+    if shapes is not None and set(arrays) != set(shapes):
+        return f"holds arrays {sorted(arrays)}, not {sorted(shapes)}"
+    for name, array in arrays.items():
+        want = (count, *shapes[name]) if shapes is not None else None
+        if array.ndim == 0 or array.shape[0] != count or (want is not None and array.shape != want):
+            return f"has '{name}' of shape {array.shape}, not {want or (count, '...')}"
+        if array.dtype.kind not in "biuf":
+            return f"has '{name}' of type {array.dtype}, not numbers"
+    return None
+
+
+def set_aside(path: Path) -> Path:
+    """Move a damaged chunk file to ``damaged/`` beside it (kept for inspection); returns where it went."""
+    target_dir = path.parent / "damaged"
+    target_dir.mkdir(exist_ok=True)
+    target = target_dir / path.name
+    count = 1
+    while target.exists():
+        target = target_dir / f"{path.name}.{count}"
+        count += 1
+    os.replace(path, target)
+    return target
 
 
 def concatenate(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -99,5 +164,5 @@ def concatenate(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
 
-__all__ = ["CHUNK_FORMAT", "chunk_key", "chunk_path", "chunk_size", "code_identity", "concatenate", "load_chunk",
-           "save_chunk"]
+__all__ = ["CHUNK_FORMAT", "check_chunk", "chunk_key", "chunk_path", "chunk_size", "code_identity", "concatenate",
+           "load_chunk", "read_chunk", "save_chunk", "set_aside"]

@@ -20,7 +20,10 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
+import os
 import re
+import reprlib
+import stat
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,9 +34,30 @@ import yaml
 from .errors import ConfigError, ConfigWarning
 
 
+class _Shown(reprlib.Repr):
+    # bounded: a YAML alias bomb or a list of a million values still prints as one short line
+    def __init__(self):
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxtuple, self.maxdict, self.maxstring, self.maxother = 3, 8, 8, 6, 60, 60
+
+    def repr_float(self, x, level):
+        return str(x)
+
+    def repr_NoneType(self, x, level):
+        return "null"
+
+
+_SHOWN = _Shown()
+
+
 def show(value) -> str:
-    """A value as messages print it: strings quoted, everything else as ``str``."""
-    return repr(value) if isinstance(value, str) else str(value)
+    """A value as messages print it: strings quoted, ``None`` as ``null``, long lists cut short."""
+    if value is None:
+        return "null"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
+        # an integer read from 1e30 prints as 1e+30, not as 31 digits (or not at all past 4300 digits)
+        return f"{float(value):g}" if value.bit_length() <= 1000 else f"{'-' if value < 0 else ''}2^{value.bit_length()}"
+    return _SHOWN.repr(value)
 
 
 @dataclass(frozen=True)
@@ -147,10 +171,22 @@ class Key:
     convert: Callable | None = None
     help: str = ""
 
+    def allowed(self) -> str:
+        """What values the key takes, as messages say it."""
+        if self.kind in ("choice", "choices"):
+            return "one of: " + ", ".join(self.choices) if self.kind == "choice" else "a list of: " + ", ".join(
+                self.choices)
+        kind = _KIND_NAMES.get(self.kind, "value")
+        article = "an" if kind[0] in "aeiou" else "a"
+        return f"{article} {kind} in {self.range}" if self.range is not None else f"{article} {kind}"
+
     def parse(self, value):
         """One value of this key, converted and checked (a grid key's list: one element)."""
-        if value is None and self.nullable:
-            return None
+        if value is None:
+            if self.nullable:
+                return None
+            # `methods:` with nothing after it, or `--set tau=`
+            raise ConfigError(f"{self.name} = null has no value; give {self.allowed()}")
         if self.kind == "int":
             value = as_int(self.name, value)
         elif self.kind == "float":
@@ -160,6 +196,8 @@ class Key:
                 raise ConfigError(f"{self.name} = {show(value)} is not one of: {', '.join(self.choices)}")
         elif self.kind == "choices":
             given = as_list(value)
+            if isinstance(value, dict):
+                raise ConfigError(f"{self.name} = {show(value)} is a mapping; give {self.allowed()}")
             for item in given:
                 if not isinstance(item, str) or item not in self.choices:
                     raise ConfigError(f"{self.name} contains {show(item)}; allowed: {', '.join(self.choices)}")
@@ -292,6 +330,35 @@ RUN_KEYS = (
 )
 
 
+#: Most settings one run may have (the grid is checked before it is expanded).
+MAX_SETTINGS = 100_000
+
+
+def check_run_memory(study, settings, options: dict, reps: int, workers: int = 1) -> None:
+    """Refuse a run whose replications would not fit in memory, before any work (one line).
+
+    Checks the largest per-replication estimate of the study
+    (:meth:`~ldpsim.studies.base.Study.memory`) times ``workers``, and the
+    arrays the driver keeps for all ``reps`` replications of every setting
+    until the summary.
+    """
+    from .resources import check_memory
+
+    worst, worst_total = [], -1.0
+    for s in settings:
+        terms = study.memory(s, options)
+        total = sum(b for b, _ in terms)
+        if total > worst_total:
+            worst, worst_total = terms, total
+    if worst:
+        check_memory(worst, per="per replication" if workers == 1 else "at once",
+                     hint="lower --n-jobs (n_jobs)" if workers > 1 else "", copies=workers)
+    kept = reps * sum(study.kept_bytes(s, options) for s in settings)
+    if kept:
+        check_memory([(kept, f"the arrays of reps = {reps} replications x {len(settings)} settings")],
+                     per="for the results", hint="lower reps or split the grid into several runs")
+
+
 def check_keys(mapping: dict, where: str, allowed) -> None:
     """Refuse a key that is not in ``allowed``, with a guess at the one meant."""
     allowed = list(allowed)
@@ -362,12 +429,18 @@ def resolve(mapping: dict, study, where: str = "config") -> Config:
         if not key.grid:
             options[key.name] = key.values(raw[key.name])[0]
     axes = {key.name: key.values(raw[key.name]) for key in keys if key.grid}
+    size = math.prod(len(v) for v in axes.values())
+    if size > MAX_SETTINGS:  # before expanding it: a grid of 10^12 points would not fit in memory
+        shape = " x ".join(f"{len(v)} {k}" for k, v in axes.items() if len(v) > 1)
+        raise ConfigError(f"the grid has {size} settings ({shape}); at most {MAX_SETTINGS} in one run: "
+                          "split it into several runs")
     combos = (dict(zip(axes, combo)) for combo in itertools.product(*axes.values()))
     # a study blanks keys a setting does not read, so that repeats collapse
     settings = tuple(dict.fromkeys(study.make_setting(values) for values in combos))
 
     for s in settings:
         study.validate(s, options)
+    check_run_memory(study, settings, options, options["reps"])
     found: dict[str, list[str]] = {}
     for s in settings:
         for kind, message in study.warnings(s, options):
@@ -383,26 +456,80 @@ def resolve(mapping: dict, study, where: str = "config") -> Config:
     return Config(study, settings, reps, seed, options, varied, values)
 
 
+#: A config is a few lines; a file larger than this is not one (``/dev/zero``, a data file given by mistake).
+MAX_CONFIG_BYTES = 1 << 20
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (YAML forbids it; PyYAML keeps the last)."""
+
+
+def _unique_mapping(loader, node, deep=False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            duplicate = key in seen
+        except TypeError:  # an unhashable key: PyYAML's own error says so
+            break
+        if duplicate:
+            raise yaml.constructor.ConstructorError(None, None, f"key {show(key)} is given twice",
+                                                    key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def read_text(path: Path, what: str) -> str:
+    """The UTF-8 text of a small file, with one-line errors (``what`` names it: ``config file 'x.yaml'``)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        raise ConfigError(f"{what} cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(f"{what} is a directory, not a file")
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):  # a pipe (<(...)) is fine, a device is not
+        raise ConfigError(f"{what} is not a regular file")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{what} cannot be read: {exc.strerror or exc}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{what} is larger than {MAX_CONFIG_BYTES >> 20} MiB: not a config")
+    try:
+        return data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is fine
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{what} is not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line})") from None
+
+
 def load_yaml(path: str | Path) -> dict:
     """Read a config file into a mapping, with one-line errors."""
-    path = Path(path)
+    what = f"config file {str(path)!r}"
+    text = read_text(Path(path), what)
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ConfigError(f"config file {str(path)!r} not found") from None
-    except OSError as exc:
-        raise ConfigError(f"config file {str(path)!r} cannot be read: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "syntax error"
-        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {problem}{where}") from None
+        raise ConfigError(f"{what} is not valid YAML: {problem}{where}") from None
+    except RecursionError:
+        raise ConfigError(f"{what} is not valid YAML: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if "4300" in text or "Exceeds the limit" in text:
+            text = "an integer with more than 4300 digits"
+        raise ConfigError(f"{what} is not valid YAML: {text}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"config file {str(path)!r} must hold a mapping of keys to values")
+        raise ConfigError(f"{what} must hold a mapping of keys to values")
     return data
 
 
@@ -416,11 +543,12 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     if not sep or not key:
         raise ConfigError(f"--set expects KEY=VALUE, got {text!r}")
     try:
-        parsed = yaml.safe_load(value)
-    except yaml.YAMLError:
-        parsed = value
+        parsed = yaml.load(value, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except (yaml.YAMLError, RecursionError, ValueError):
+        parsed = value  # not YAML: the key's check says what is wrong with the text
     return key, parsed
 
 
-__all__ = ["Config", "ConfigError", "ConfigWarning", "Key", "RUN_KEYS", "Range", "Setting", "as_float", "as_int",
-           "as_list", "check_keys", "check_range", "load_yaml", "parse_assignment", "resolve", "show"]
+__all__ = ["Config", "ConfigError", "ConfigWarning", "Key", "MAX_SETTINGS", "RUN_KEYS", "Range", "Setting", "as_float",
+           "as_int", "as_list", "check_keys", "check_range", "check_run_memory", "load_yaml", "parse_assignment",
+           "read_text", "resolve", "show"]

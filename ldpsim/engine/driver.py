@@ -18,6 +18,7 @@ and still get a chunk file each.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from joblib import Parallel, delayed, effective_n_jobs
 
@@ -58,7 +59,8 @@ def _run_tasks(calls: list, n_jobs: int, streaming: bool):
 
 
 def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", scheduler: str | None = None,
-             chunk_dir: Path | None = None, resume: bool = False, progress: bool = True) -> list[dict]:
+             chunk_dir: Path | None = None, resume: bool = False, progress: bool = True,
+             log: Callable[[str], None] | None = None, stats: dict | None = None) -> list[dict]:
     """Run every replication of every setting of ``config``.
 
     Parameters
@@ -81,6 +83,11 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
         settings and seed.
     progress : bool
         Show a progress bar with ETA.
+    log : callable, optional
+        Called with one line for what the user should know: how many chunks
+        ``resume`` reused, a damaged chunk set aside.
+    stats : dict, optional
+        Filled with ``chunks`` (in the run), ``reused`` and ``damaged``.
 
     Returns
     -------
@@ -91,29 +98,50 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
 
     check_backend(backend, scheduler, n_jobs)  # before any work, even when everything is resumed
     study = config.study
+    log = log or (lambda line: None)
     # settings that share their paths (study.group_key) run as one task per range of replications
     groups: dict = {}
     for i, setting in enumerate(config.settings):
         key = study.group_key(setting)
         groups.setdefault(("alone", i) if key is None else ("group", key), []).append(i)
-    tasks, done, paths = [], {}, {}
+    tasks, done, paths, damaged, own = [], {}, {}, 0, set()
     for members in groups.values():
         size = store.chunk_size(study.steps(config.settings[members[0]]))  # members share n
         for start in range(0, config.reps, size):
             stop = min(config.reps, start + size)
             todo = []
             for i in members:
+                setting = config.settings[i]
                 path = None
                 if chunk_dir is not None:
-                    path = store.chunk_path(chunk_dir, store.chunk_key(study, config.settings[i], config), start, stop)
+                    path = store.chunk_path(chunk_dir, store.chunk_key(study, setting, config), start, stop)
+                    own.add(path.name)
                 paths[(i, start)] = path
-                loaded = store.load_chunk(path) if resume and path is not None and path.exists() else None
-                if loaded is not None:
-                    done[(i, start)] = loaded
-                else:
-                    todo.append(i)
+                if resume and path is not None and (path.exists() or path.is_symlink()):
+                    loaded, problem = store.read_chunk(path, stop - start, study.chunk_shapes(setting, config.options))
+                    if problem is None:
+                        done[(i, start)] = loaded
+                        continue
+                    damaged += 1
+                    try:
+                        where = store.set_aside(path)
+                        log(f"chunk {path.name} {problem}: moved to {where.parent.parent.name}/{where.parent.name}/, "
+                            "its replications are recomputed")
+                    except OSError as exc:
+                        log(f"chunk {path.name} {problem}; it cannot be moved aside ({exc.strerror}): recomputing it")
+                todo.append(i)
             if todo:
                 tasks.append((todo, start, stop))
+    computing = len(paths) - len(done)
+    if stats is not None:
+        stats.update(chunks=len(paths), reused=len(done), damaged=damaged)
+    if resume and chunk_dir is not None:
+        other = 0
+        if chunk_dir.is_dir():
+            other = sum(1 for p in chunk_dir.glob("*.npz") if p.name not in own)
+        note = (f"; {other} other chunk file(s) there belong to other settings, seeds, reps or code and are not used"
+                if other else "")
+        log(f"resume: reusing {len(done)} of {len(paths)} chunks saved in {chunk_dir}, computing {computing}{note}")
 
     def cost(indices, reps):  # a group's shared path counts once
         return reps * study.steps(config.settings[indices[0]])

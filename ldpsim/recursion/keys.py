@@ -15,7 +15,9 @@ import hashlib
 import json
 import math
 
-from ..engine.config import ConfigError, Key, Range
+import numpy as np
+
+from ..engine.config import ConfigError, Key, Range, show
 from ..models import MODELS
 from ..models.covariates import COVARIATES
 from ..privacy.mechanisms import MECHANISMS
@@ -36,7 +38,10 @@ PATH_KEYS = (
     Key("theta0", "float", 0.0, range=Range("(-inf, inf)", "the finite reals"), help="starting value, every coordinate"),
 )
 #: The number of SGD steps, the last grid key (it varies fastest, as the tables' columns).
-N_KEY = Key("n", "int", 1_000_000, range=Range("[2, inf)"), help="SGD steps (observations)")
+#: The kernels count steps in int64 and as doubles (the random-scaling sums weigh step i by float(i)):
+#: exact up to 2^53, which is also far beyond any run's time (a year per replication at 20 ns a step).
+MAX_STEPS = 2 ** 53
+N_KEY = Key("n", "int", 1_000_000, range=Range(f"[2, {MAX_STEPS}]", "[2, 2^53]"), help="SGD steps (observations)")
 #: Keys that only some models read (``Model.keys``); blank in other models' settings.
 MODEL_KEYS = ("tau", "mechanism", "delta", "covariates", "clip")
 
@@ -75,11 +80,68 @@ def path_seed_key(values: dict) -> int:
 
 
 def validate_path(setting) -> None:
-    """Checks of the path keys taken together."""
+    """Checks of the path keys taken together, and that the model can be computed at them."""
     clip = setting.clip
     if clip is not None and math.isinf(clip) and setting.mechanism is not None:
         raise ConfigError(f"clip = inf leaves the gradient unbounded: a private run (epsilon = {setting.epsilon}) "
                           "needs a finite clip")
+    if setting.n * setting.batch_size > MAX_STEPS:  # the kernels count observations in int64 and doubles too
+        raise ConfigError(f"batch_size = {show(setting.batch_size)} at n = {setting.n} makes n x batch_size = "
+                          f"{float(setting.n * setting.batch_size):.3g} observations, more than 2^53")
+    check_model(setting)
+
+
+def _model_identity(setting) -> tuple:
+    model = MODELS[setting.model]
+    return (setting.model, setting.epsilon, setting.batch_size) + tuple(getattr(setting, k) for k in model.keys)
+
+
+#: Model identity -> what stops it from being computed (None: nothing); one build per distinct model
+#: (a gamma x beta grid builds one; the logistic model's G is a quadrature).
+_MODEL_PROBLEMS: dict[tuple, str | None] = {}
+
+
+def _model_problem(setting) -> str | None:
+    identity = _model_identity(setting)
+    if identity not in _MODEL_PROBLEMS:
+        if len(_MODEL_PROBLEMS) > 1024:
+            _MODEL_PROBLEMS.clear()
+        _MODEL_PROBLEMS[identity] = _build_problem(setting)
+    return _MODEL_PROBLEMS[identity]
+
+
+def _build_problem(setting) -> str | None:
+    from ..models import build_model
+
+    try:
+        with np.errstate(all="ignore"):
+            model = build_model(setting)
+            model.kernel_params()
+            theta_star = np.asarray(model.theta_star(), dtype=float)
+            sigma = np.asarray(model.sigma(setting.batch_size), dtype=float)
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no detail'}"
+    if not np.isfinite(theta_star).all():
+        return "its theta* is not finite"
+    if not (np.isfinite(sigma).all() and (np.diag(sigma) > 0).all()):
+        return "its asymptotic variance is not a positive finite number"
+    return None
+
+
+def check_model(setting) -> None:
+    """Refuse a setting whose model cannot be computed in floating point (one line naming its keys).
+
+    ``epsilon = 1e-300`` makes randomized response's variance overflow,
+    ``epsilon = 1e300`` its flip probability underflow through ``exp``,
+    ``tau = 1e-300`` the quantile's density vanish: the kernels would run for
+    nothing, or the workers crash. What the model reads is named in the message.
+    """
+    problem = _model_problem(setting)
+    if problem is not None:
+        model = MODELS[setting.model]
+        keys = ["epsilon", *model.keys, *(["batch_size"] if setting.batch_size != 1 else [])]
+        values = ", ".join(f"{k} = {getattr(setting, k)}" for k in keys if getattr(setting, k) is not None)
+        raise ConfigError(f"model {setting.model!r} cannot be computed in floating point at {values}: {problem}")
 
 
 def gamma_warnings(setting) -> list[tuple[str, str]]:
@@ -98,5 +160,5 @@ GAMMA_WARNING_KINDS = {
     "gamma_high": ("gamma >= 1", "the theory needs gamma in (1/2, 1)"),
 }
 
-__all__ = ["GAMMA_WARNING_KINDS", "MODEL_KEYS", "N_KEY", "PATH_KEYS", "gamma_warnings", "path_seed_key",
+__all__ = ["GAMMA_WARNING_KINDS", "MAX_STEPS", "MODEL_KEYS", "N_KEY", "check_model", "PATH_KEYS", "gamma_warnings", "path_seed_key",
            "path_values", "validate_path"]

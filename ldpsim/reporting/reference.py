@@ -19,6 +19,7 @@ from tabulate import tabulate
 DEFAULT_TABLES = {"quantile": "table1_quantile", "quantile_regression": "table2_quantile_regression"}
 
 
+
 def paper_tables() -> dict:
     """All reference tables, keyed by name (``table1_quantile``, ...)."""
     text = resources.files("ldpsim.reporting").joinpath("data/paper_tables.yaml").read_text()
@@ -26,7 +27,13 @@ def paper_tables() -> dict:
 
 
 def compare(rows: list[dict], table: str = "table1_quantile", fixed: dict | None = None) -> list[dict]:
-    """Match summary rows with a published table.
+    """Match summary rows with a published table: only rows of the paper's setting.
+
+    A row is scored against a paper row only if the paper row's method,
+    ``tau`` (or ``coef``) and ``n`` and *every* key of the table's
+    ``setting`` (epsilon, gamma, c, beta, B, level, ...) match it: a run with
+    gamma = 0.7 is never scored against the paper's gamma = 0.51
+    (:func:`mismatch` says why a row is left out).
 
     Parameters
     ----------
@@ -35,8 +42,9 @@ def compare(rows: list[dict], table: str = "table1_quantile", fixed: dict | None
     table : str
         Name of the reference table.
     fixed : dict, optional
-        Config values shared by all rows (``meta.json``'s ``config``): a key
-        that was not varied has no column in the summary.
+        Config values shared by all rows (the run's resolved config, as
+        ``meta.json`` records it): a key that was not varied has no column in
+        the summary. A key found in neither does not match.
 
     Returns
     -------
@@ -50,8 +58,8 @@ def compare(rows: list[dict], table: str = "table1_quantile", fixed: dict | None
     out = []
     for prow in ref["rows"]:
         for j, n in enumerate(columns):
-            match = [r for r in rows
-                     if r["method"] == prow["method"] and r["n"] == n and _same_case(r, prow, fixed or {})]
+            match = [r for r in rows if r["method"] == prow["method"] and r["n"] == n
+                     and _same_case(r, prow, fixed or {}) and mismatch(r, ref, fixed) is None]
             if len(match) != 1:
                 continue
             r = match[0]
@@ -72,6 +80,36 @@ def compare(rows: list[dict], table: str = "table1_quantile", fixed: dict | None
                 "length_z": (r["length"] - prow["length"][j]) / math.hypot(r["length_se"], prow["length_se"][j]),
             })
     return out
+
+
+def _same(value, want) -> bool:
+    if isinstance(want, bool) or isinstance(value, bool):
+        return value is want
+    if isinstance(want, (int, float)):
+        return isinstance(value, (int, float)) and math.isclose(value, want, rel_tol=1e-9, abs_tol=1e-12)
+    return value == want
+
+
+def mismatch(row: dict, ref: dict, fixed: dict | None = None) -> str | None:
+    """The first key of the table's setting that ``row`` does not match (``"gamma = 0.7, not 0.51"``), or None."""
+    fixed = fixed or {}
+    if not (isinstance(row.get("reps"), int) and row["reps"] > 0):
+        return "no usable replications (all failed)"
+    for key, want in ref.get("setting", {}).items():
+        value = row[key] if key in row else fixed.get(key, _MISSING)
+        if value is _MISSING:
+            return f"{key} not recorded, the paper's is {want}"
+        if not _same(value, want):
+            return f"{key} = {'blank' if value in (None, '') else value}, the paper's is {want}"
+    return None
+
+
+_MISSING = object()
+
+
+def setting_text(table: str) -> str:
+    """The paper's setting of ``table`` in one line: ``model = quantile, epsilon = 1.0, ...``."""
+    return ", ".join(f"{k} = {v}" for k, v in paper_tables()[table].get("setting", {}).items())
 
 
 def _same_case(row: dict, prow: dict, fixed: dict) -> bool:

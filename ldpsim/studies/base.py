@@ -55,6 +55,10 @@ class Study(ABC):
     tables: ClassVar[tuple[str, ...]] = ("summary",)
     #: Bumped when the arrays of a chunk change meaning.
     chunk_format: ClassVar[int] = 1
+    #: Per table (:attr:`tables`), the columns ``ldpsim table`` / ``compare`` need and what each holds:
+    #: ``"text"``, ``"int"``, ``"number"`` (NaN allowed) or ``"number?"`` (may be blank). A CSV file
+    #: read back (:func:`ldpsim.api.open_result`) is checked against it, with one-line errors.
+    table_columns: ClassVar[dict[str, dict[str, str]]] = {}
 
     # --- configuration ----------------------------------------------------
 
@@ -72,6 +76,32 @@ class Study(ABC):
     def warnings(self, setting: Setting, options: dict) -> list[tuple[str, str]]:
         """``(kind, message)`` pairs for conditions outside the theory (kinds in :attr:`warning_kinds`)."""
         return []
+
+    def memory(self, setting: Setting, options: dict) -> list[tuple[float, str]]:
+        """Estimated peak memory of one replication in a worker: ``(bytes, what)`` terms.
+
+        ``what`` names the keys that size the term (``"bootstrap draws B x m =
+        1e12 x 31 doubles"``), for the one-line error when a setting would not
+        fit in memory (:func:`ldpsim.engine.config.check_run_memory`, before any
+        work). The default, ``[]``, is for replications of negligible size.
+        """
+        return []
+
+    def chunk_shapes(self, setting: Setting, options: dict) -> dict[str, tuple[int, ...]] | None:
+        """The shape of each named array of one replication (``ok`` is ``()``), or ``None`` if not known.
+
+        The driver checks saved chunks against it before reusing them (a
+        chunk of other shapes is set aside and recomputed) and counts the
+        memory it keeps per replication from it.
+        """
+        return None
+
+    def kept_bytes(self, setting: Setting, options: dict) -> int:
+        """Bytes the driver keeps per replication until the summary (from :meth:`chunk_shapes`)."""
+        shapes = self.chunk_shapes(setting, options)
+        if shapes is None:
+            return 0
+        return sum(8 * int(np.prod(shape, dtype=np.float64)) for shape in shapes.values())
 
     def chunk_identity(self, config: Config) -> dict:
         """What, besides a setting and the seed, decides what its chunks hold (the per-run keys)."""
@@ -121,7 +151,11 @@ class Study(ABC):
         whatever chunk it is in and whoever runs it.
         """
         job = self.prepare(setting, options, twin)
-        reps = [self.replicate(job, replication_generator(root_seed, setting.seed_key, r)) for r in range(start, stop)]
+        # a replication that overflows is flagged by its ``ok`` (and counted in n_failed); numpy's
+        # warnings on the way would only print raw lines from the workers
+        with np.errstate(all="ignore"):
+            reps = [self.replicate(job, replication_generator(root_seed, setting.seed_key, r))
+                    for r in range(start, stop)]
         return stack(reps)
 
     # --- settings that share their paths ----------------------------------
@@ -140,7 +174,8 @@ class Study(ABC):
 
         Each chunk must be what :meth:`run_chunk` gives for that setting alone,
         to the bit. The default runs them one after the other; a study
-        overrides it to run each shared path once.
+        overrides it to run each shared path once (silencing numpy's
+        floating-point warnings as :meth:`run_chunk` does).
         """
         return [self.run_chunk(s, options, root_seed, start, stop, twin) for s in settings]
 
@@ -173,12 +208,12 @@ def title_of(meta: dict, keys) -> str | None:
 
     ``None`` for a run whose ``meta.json`` is missing.
     """
-    if "config" not in meta:
+    if not isinstance(meta.get("config"), dict):
         return None
     values, varied = meta["config"], meta.get("varied", [])
     fixed = ", ".join(f"{k} = {values[k]}" for k in keys
                       if k not in varied and k != "n" and values.get(k) is not None)
-    return f"{meta.get('name', 'run')}: {fixed}, reps = {values['reps']}"
+    return f"{meta.get('name', 'run')}: {fixed}, reps = {values.get('reps', '?')}"
 
 
 __all__ = ["Study", "stack", "title_of"]

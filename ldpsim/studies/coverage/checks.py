@@ -66,7 +66,7 @@ def condition14_sums(lam: float, c: float, gamma: float, b_max: int) -> np.ndarr
     s = 0.0
     for b in range(1, b_max + 1):
         le = lam * c * b ** -gamma
-        s = (1.0 - le) ** 2 * s + le * le
+        s = (1.0 - le) * (1.0 - le) * s + le * le  # a product overflows to inf where ** would raise
         out[b - 1] = s
     return out
 
@@ -127,12 +127,14 @@ def condition14(eigenvalues, c: float, gamma: float, b_max: int = B_MAX) -> Cond
         return Condition14(None, tuple(lams), (), (), 0)
     s = [0.0] * len(lams)
     lam_max = max(lams)
+    if math.log(2.0 * lam_max * c) > gamma * math.log(b_max):  # b0^gamma >= 2 lambda c fails for all b0 <= b_max
+        return Condition14(None, tuple(lams), (), (), b_max)
     for b in range(1, b_max + 1):
         eta = c * b ** -gamma
         ok = b ** gamma >= 2.0 * lam_max * c
         for i, lam in enumerate(lams):
             le = lam * eta
-            s[i] = (1.0 - le) ** 2 * s[i] + le * le
+            s[i] = (1.0 - le) * (1.0 - le) * s[i] + le * le  # a product overflows to inf where ** would raise
             ok = ok and s[i] >= le / 2.0
         if ok:
             return Condition14(b, tuple(lams), tuple(s), tuple(lam * eta / 2.0 for lam in lams), b_max)

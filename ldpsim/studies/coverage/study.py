@@ -13,19 +13,21 @@ paper's (:mod:`.tables`), and a gamma x beta sweep gets heat maps
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from ...engine.config import ConfigError, Key, Range, check_range
+from ...engine.config import ConfigError, Key, Range, check_range, check_run_memory, show
 from ...engine.errors import MissingExtra
+from ...engine.resources import FLOAT
 from ...engine.rng import as_generator
 from ...inference import intervals
 from ...inference.intervals import DEFAULT_METHODS, METHODS, MULTIPLIERS, uses_blocks
-from ...inference.streaming import StreamLayout
-from ...models import build_model
 from ...engine.rng import replication_generator
+from ...inference.streaming import StreamLayout, floor_power
+from ...models import MODELS, build_model
 from ...recursion import run_path
 from ...recursion.kernels import run_paths
 from ...recursion.keys import (GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seed_key, path_values,
@@ -36,15 +38,42 @@ from ..base import Study, stack, title_of
 from .summary import summarize
 from .tables import render_latex, render_markdown
 
+#: Fewest bootstrap draws: the quantiles of fewer draws are too coarse to call an interval.
+MIN_BOOTSTRAP_DRAWS = 50
+#: An interval is usable only if its length is this many units in the last place of its ends:
+#: then the ends resolve it to one part in a million. A path started far from theta* (theta0 = 1e20)
+#: whose steps are below the spacing of its iterates gives intervals of length 0 or of rounding noise.
+RESOLVED_ULPS = 2.0 ** 20
+
+#: Above this many batch-means batches their ends are not built to validate a setting (see ``validate``).
+MANY_BATCHES = 100_000
+
 #: The keys of the interval methods, grid axes after the path's keys and before ``n``.
 INFERENCE_KEYS = (
     Key("beta", "float", 0.75, range=Range("(0, 1)"), help="block length floor(n^beta) of BB"),
-    Key("B", "int", 500, range=Range("[1, inf)"), help="bootstrap draws"),
-    Key("level", "float", 0.9, range=Range("(0, 1)"), help="nominal coverage"),
+    Key("B", "int", 500, range=Range(f"[{MIN_BOOTSTRAP_DRAWS}, inf)"),
+        help=f"bootstrap draws (at least {MIN_BOOTSTRAP_DRAWS}, and 2 / (1 - level) for BB)"),
+    # z = Phi^-1((1 + level) / 2) must be a positive, finite, resolved number
+    Key("level", "float", 0.9, range=Range("[0.001, 0.99999]"), help="nominal coverage"),
     Key("multiplier", "choice", "uniform", choices=MULTIPLIERS, help="law of the bootstrap multipliers"),
 )
 _INFERENCE_NAMES = tuple(k.name for k in INFERENCE_KEYS)
 METHODS_KEY = Key("methods", "choices", DEFAULT_METHODS, grid=False, choices=METHODS, help="interval methods")
+
+
+def min_bootstrap_draws(level: float) -> int:
+    """Fewest draws whose empirical ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles are not the extremes.
+
+    ``B (1 - level) / 2 >= 1``, i.e. ``B >= 2 / (1 - level)``, and at least
+    :data:`MIN_BOOTSTRAP_DRAWS` (50 at level 0.9, 200 at 0.99, 20000 at 0.9999).
+    """
+    return max(MIN_BOOTSTRAP_DRAWS, math.ceil(2.0 / (1.0 - level) * (1.0 - 1e-9)))  # 1 - 0.99 is not 0.01
+
+
+def resolved(bounds: np.ndarray) -> bool:
+    """Whether every interval in ``bounds`` (``(..., 2)``) is longer than :data:`RESOLVED_ULPS` of its ends."""
+    lo, hi = bounds[..., 0], bounds[..., 1]
+    return bool(((hi - lo) > RESOLVED_ULPS * np.spacing(np.maximum(np.abs(lo), np.abs(hi)))).all())
 
 
 def stream_layout(setting, methods) -> StreamLayout:
@@ -66,6 +95,10 @@ class CoverageStudy(Study):
     }
     compute_sources = ("engine/dispatch.py", "engine/rng.py", "privacy", "models", "inference", "recursion",
                        "studies/base.py", "studies/coverage/study.py")
+    table_columns = {"summary": {
+        "method": "text", "coord": "count", "n": "positive", "reps": "count", "n_failed": "count", "coverage": "number",
+        "coverage_se": "number", "length": "number", "length_se": "number", "theta_star": "number",
+        "bias": "number", "sd": "number", "se_ratio": "number"}}
 
     # --- configuration
 
@@ -81,16 +114,26 @@ class CoverageStudy(Study):
         methods = options["methods"]
         if "SN" in methods:
             check_range("level", s.level, 0.05 <= s.level <= 0.9999, "[0.05, 0.9999] (SN critical values)")
+        if uses_blocks(methods) and s.B < min_bootstrap_draws(s.level):
+            raise ConfigError(f"B = {s.B} bootstrap draws are too few for level = {s.level}: the block bootstrap's "
+                              f"quantiles need B >= max({MIN_BOOTSTRAP_DRAWS}, 2 / (1 - level)) = "
+                              f"{min_bootstrap_draws(s.level)}")
+        check_run_memory(self, [s], options, 1)  # before the layout, which is as large as the blocks
         if "BM" in methods and s.gamma >= 1.0:
             raise ConfigError(f"gamma = {s.gamma} leaves no batch-means batches; BM needs gamma < 1")
-        layout = stream_layout(s, methods)
-        if uses_blocks(methods) and not layout.enough_blocks:
+        # the layout's batch ends are a Python loop over M + 1 ~ n^((1 - gamma) / 2) batches: build only
+        # what is cheap (a config of n = 2^53, gamma = 0.01 has 7e7; `check` must not take minutes)
+        block_len = floor_power(s.n, s.beta)
+        if uses_blocks(methods) and s.n // block_len < 2:
             raise ConfigError(
                 f"n = {s.n} is too small for two bootstrap blocks with beta = {s.beta} "
-                f"(block length {layout.block_len}); raise n or lower beta"
+                f"(block length {block_len}); raise n or lower beta"
             )
-        if "BM" in methods and not layout.enough_batches:
-            raise ConfigError(f"n = {s.n} is too small for two batch-means batches with gamma = {s.gamma}; raise n")
+        if "BM" in methods and floor_power(s.n, (1.0 - s.gamma) / 2.0) < MANY_BATCHES:
+            # with that many batches n is so large that the first holds ~sqrt(n) steps and they grow
+            if not StreamLayout.build(s.n, s.beta, s.gamma, blocks=False).enough_batches:
+                raise ConfigError(f"n = {s.n} is too small for two batch-means batches with gamma = {s.gamma}; "
+                                  "raise n")
 
     def warnings(self, s, options):
         out = gamma_warnings(s)
@@ -101,6 +144,26 @@ class CoverageStudy(Study):
             if s.multiplier == "gaussian":
                 out.append(("gaussian", "multiplier = 'gaussian' is unbounded; Theorem 3.2 asks bounded multipliers"))
         return out
+
+    def memory(self, s, options):
+        methods, d = options["methods"], MODELS[s.model].dim
+        out = []
+        if uses_blocks(methods):
+            m = s.n // floor_power(s.n, s.beta)
+            out.append((FLOAT * m * d, f"m = {m} block sums of d = {d} coordinates (n = {s.n}, beta = {s.beta})"))
+            # the multipliers (B, m), their products with the block deviations (B, m, d), quantiles of (B, d)
+            out.append((FLOAT * s.B * (m * (d + 1) + 4 * d),
+                        f"B x m x (d + 1) = {show(s.B)} x {m} x {d + 1} bootstrap numbers "
+                        f"(B = {show(s.B)}, n = {s.n}, beta = {s.beta})"))
+        if "BM" in methods:
+            batches = floor_power(s.n, (1.0 - s.gamma) / 2.0) + 1
+            out.append((FLOAT * batches * d, f"{batches} batch sums of d = {d} coordinates (n = {s.n}, "
+                                             f"gamma = {s.gamma})"))
+        return out
+
+    def chunk_shapes(self, s, options):
+        d = MODELS[s.model].dim
+        return {"theta_bar": (d,), "bounds": (len(options["methods"]), d, 2), "ok": ()}
 
     # --- computing
 
@@ -133,8 +196,9 @@ class CoverageStudy(Study):
         it would have in a run of its own.
         """
         job = self._prepare(settings, options, twin)
-        reps = [self._replicate(job, replication_generator(root_seed, settings[0].seed_key, r))
-                for r in range(start, stop)]
+        with np.errstate(all="ignore"):  # as in run_chunk: overflow is flagged by ok
+            reps = [self._replicate(job, replication_generator(root_seed, settings[0].seed_key, r))
+                    for r in range(start, stop)]
         return [stack([rep[j] for rep in reps]) for j in range(len(settings))]
 
     def _prepare(self, settings, options, twin):
@@ -161,7 +225,8 @@ class CoverageStudy(Study):
                     gen.bit_generator.state = after_path
                 bounds = intervals.intervals(methods, state, layout, gen, n_boot=setting.B, law=setting.multiplier,
                                              level=setting.level, sigma=sigma)
-                ok = bool(np.isfinite(bounds).all())  # theta_bar is finite: state.finite held
+                # theta_bar is finite: state.finite held; an interval of rounding noise is no interval
+                ok = bool(np.isfinite(bounds).all()) and resolved(bounds)
             out.append({"theta_bar": state.theta_bar, "bounds": bounds, "ok": ok})
         return out
 
@@ -200,4 +265,5 @@ def write_sweep_maps(out: Path, rows: list[dict]) -> list[str]:
         return []
 
 
-__all__ = ["CoverageStudy", "INFERENCE_KEYS", "METHODS_KEY", "stream_layout", "write_sweep_maps"]
+__all__ = ["CoverageStudy", "INFERENCE_KEYS", "METHODS_KEY", "MIN_BOOTSTRAP_DRAWS", "RESOLVED_ULPS", "min_bootstrap_draws",
+           "resolved", "stream_layout", "write_sweep_maps"]

@@ -50,6 +50,7 @@ import numpy as np
 from ...engine import config as cfg
 from ...engine.errors import MissingExtra
 from ...engine.jit import jit
+from ...engine.resources import FLOAT, check_memory
 from ...inference import intervals as inference
 from ...inference.streaming import PathState, StreamLayout, checkpoint_grid, floor_power
 from ...models import MODELS, build_model, privatized_gradient
@@ -57,10 +58,14 @@ from ...recursion.kernels import sn_add, sn_read, sn_recentre, step_ratio_coeffi
 from ...engine.rng import kernel_rng, local_rng, release_rng, replication_generator
 from ...reporting.figures import figure_class as _figure_class
 from ...reporting.meta import git_commit, machine, versions
-from .study import CoverageStudy
+from .study import CoverageStudy, resolved
 
 #: Keys only ``trace`` takes, with their defaults.
 TRACE_DEFAULTS = {"checkpoints": 200, "k_min": 10}
+#: ``checkpoints``: as many as the trajectory study allows (each keeps its own blocks and batches).
+CHECKPOINTS_KEY = cfg.Key("checkpoints", "int", 200, grid=False, range=cfg.Range("[2, 10000]"),
+                          help="log-spaced checkpoints from k_min to n (fewer if k rounds to repeats)")
+K_MIN_KEY = cfg.Key("k_min", "int", 10, grid=False, range=cfg.Range("[2, inf)"), help="first checkpoint")
 #: Methods of the figure unless the config says otherwise.
 TRACE_METHODS = ("BB", "BM", "SN")
 #: Keys a trace config may hold: the run keys but ``reps`` (one path), plus the trace keys.
@@ -120,15 +125,14 @@ def resolve_trace(mapping: dict, where: str = "config") -> TraceConfig:
         On the first bad key or value, or on a list value (a trace follows one path).
     """
     if "reps" in mapping:
-        raise cfg.ConfigError(f"reps = {mapping['reps']} does not apply in {where}: trace follows one path")
+        raise cfg.ConfigError(f"reps = {cfg.show(mapping['reps'])} does not apply in {where}: trace follows one path")
     cfg.check_keys(mapping, where, TRACE_KEYS)
     raw = {**TRACE_DEFAULTS, "methods": list(TRACE_METHODS), **mapping}
     for key, value in raw.items():
         if key != "methods" and isinstance(value, (list, tuple)):
-            raise cfg.ConfigError(f"{key} = {value} is a list; trace follows one path, so give one value")
-    count = cfg.as_int("checkpoints", raw.pop("checkpoints"))
-    k_min = cfg.as_int("k_min", raw.pop("k_min"))
-    cfg.check_range("checkpoints", count, count >= 2, "[2, inf)")
+            raise cfg.ConfigError(f"{key} = {cfg.show(value)} is a list; trace follows one path, so give one value")
+    count = CHECKPOINTS_KEY.parse(raw.pop("checkpoints"))
+    k_min = K_MIN_KEY.parse(raw.pop("k_min"))
     config = cfg.resolve({**raw, "reps": 1}, CoverageStudy(), where)
     setting = config.settings[0]
 
@@ -138,9 +142,29 @@ def resolve_trace(mapping: dict, where: str = "config") -> TraceConfig:
                               f"trace draws scalar models: {', '.join(k for k, m in MODELS.items() if m.dim == 1)}")
     cfg.check_range("batch_size", setting.batch_size, setting.batch_size == 1, "{1} (trace draws plain LDP-SGD)")
     cfg.check_range("k_min", k_min, 2 <= k_min < setting.n, f"[2, n) = [2, {setting.n})")
+    check_memory(trace_memory(setting, config.methods, count, k_min), per="for the trace")
     values = {k: v for k, v in config.values.items() if k not in ("reps", "study")}
     values.update(checkpoints=count, k_min=k_min)
     return TraceConfig(setting, config.seed, config.methods, count, k_min, values)
+
+
+def trace_memory(setting, methods, count: int, k_min: int) -> list[tuple[float, str]]:
+    """Memory of a trace, as ``(bytes, what)`` terms: every checkpoint's blocks and batches, one bootstrap.
+
+    Computed from the checkpoint grid (at most 10 000 points) without building
+    the layout, whose size it bounds.
+    """
+    grid = checkpoint_grid(setting.n, count, k_min)
+    blocks, batches = inference.uses_blocks(methods), "BM" in methods
+    m = np.array([int(k) // floor_power(int(k), setting.beta) for k in grid]) if blocks else np.zeros(1, int)
+    big_m = np.array([floor_power(int(k), (1.0 - setting.gamma) / 2.0) + 1 for k in grid]) if batches else np.zeros(1, int)
+    entries = float(m.sum() + big_m.sum() + 1)
+    out = [(3 * FLOAT * entries, f"{entries:.0f} block and batch sums over {len(grid)} checkpoints "
+                                 f"(checkpoints = {count}, n = {setting.n}, beta = {setting.beta})")]
+    if blocks:
+        out.append((FLOAT * setting.B * (float(m.max()) * 2 + 4),
+                    f"B x m = {setting.B} x {int(m.max())} bootstrap numbers (B = {setting.B}, beta = {setting.beta})"))
+    return out
 
 
 def load_trace(path: str | Path | None = None, overrides: dict | None = None) -> TraceConfig:
@@ -381,8 +405,9 @@ def trace_intervals(trace: Trace, setting, methods, gen: np.random.Generator, si
     -------
     numpy.ndarray
         ``(C, len(methods), 2)`` lower and upper ends; NaN where a checkpoint
-        is too short for a method (fewer than two blocks or batches) or past a
-        divergence.
+        is too short for a method (fewer than two blocks or batches), past a
+        divergence, or where the interval is not finite or lost its precision
+        (:func:`~.study.resolved`).
     """
     ks = trace.layout.checkpoints
     bounds = np.full((ks.shape[0], len(methods), 2), np.nan)
@@ -394,9 +419,13 @@ def trace_intervals(trace: Trace, setting, methods, gen: np.random.Generator, si
         short = set(inference.BLOCK_METHODS) if not layout.enough_blocks else set()
         short |= {"BM"} if not layout.enough_batches else set()
         usable = [j for j, method in enumerate(methods) if method not in short]
-        bounds[q, usable] = inference.intervals(
-            [methods[j] for j in usable], state, layout, gen, n_boot=setting.B, law=setting.multiplier,
-            level=setting.level, sigma=sigma)[:, 0]
+        with np.errstate(all="ignore"):  # an overflowing interval is dropped below, not warned about
+            bounds[q, usable] = inference.intervals(
+                [methods[j] for j in usable], state, layout, gen, n_boot=setting.B, law=setting.multiplier,
+                level=setting.level, sigma=sigma)[:, 0]
+        for j in usable:  # as in `run`: an interval of rounding noise (theta0 = 1e20) is no interval
+            if not (np.isfinite(bounds[q, j]).all() and resolved(bounds[q, j])):
+                bounds[q, j] = np.nan
     return bounds
 
 
@@ -540,8 +569,14 @@ def _y_limits(result: TraceResult, keep: np.ndarray, ks: np.ndarray) -> tuple[fl
 
 
 def _meta(result: TraceResult, command) -> dict:
+    from ...engine.outdir import RunIdentity
+
     return {
         "name": "trace",
+        "kind": "trace",
+        "run_id": RunIdentity.of("trace", result.config.values).run_id,
+        "status": "complete",
+        "outputs": ["trace.csv", "figure1.png"],
         "config": result.config.values,
         "root_seed": result.config.seed,
         "replication": 0,
@@ -561,10 +596,22 @@ def _meta(result: TraceResult, command) -> dict:
 
 def write_trace(result: TraceResult, out: Path, command=None) -> None:
     """Write ``trace.csv``, ``figure1.png`` and ``meta.json`` into ``out``."""
+    from ...engine.outdir import write_text
+
     figure_class()  # fail before writing anything if matplotlib is missing
     out.mkdir(parents=True, exist_ok=True)
     write_trace_csv(result, out / "trace.csv")
     plot_trace(result, out / "figure1.png")
     meta = _meta(result, command)
-    (out / "meta.json").write_text(json.dumps(meta, indent=2, allow_nan=True) + "\n")
+    write_text(out / "meta.json", json.dumps(meta, indent=2, allow_nan=True) + "\n")
+
+
+def write_trace_meta(config: TraceConfig, out: Path, identity, command=None) -> None:
+    """The ``meta.json`` of a trace that has not run yet: which run the directory holds."""
+    from ...engine.outdir import write_text
+
+    meta = {"name": "trace", "kind": "trace", "run_id": identity.run_id, "status": "running",
+            "config": config.values, "root_seed": config.seed, "command": command or sys.argv,
+            "started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    write_text(out / "meta.json", json.dumps(meta, indent=2, allow_nan=True) + "\n")
 

@@ -21,7 +21,7 @@ import numpy as np
 from ...engine.config import Key, Range, check_range
 from ...engine.rng import as_generator
 from ...inference.streaming import checkpoint_grid
-from ...models import build_model
+from ...models import MODELS, build_model
 from ...recursion.keys import GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seed_key, path_values, \
     validate_path
 from ..base import Study, title_of
@@ -35,7 +35,8 @@ TRAJECTORY_KEYS = (
     Key("checkpoints", "int", 50, grid=False, range=Range("[2, 10000]"),
         help="log-spaced checkpoints from k_min to n (repeats after rounding dropped)"),
     Key("k_min", "int", 10, grid=False, range=Range("[1, inf)"), help="first checkpoint"),
-    Key("fit_decades", "float", 1.0, grid=False, range=Range("(0, inf)"),
+    # n <= 2^53 < 10^16: more decades than 16 fit the whole path anyway (and 10^1e300 overflows)
+    Key("fit_decades", "float", 1.0, grid=False, range=Range("(0, 16]"),
         help="rates are fitted over the checkpoints k >= n / 10^fit_decades"),
 )
 
@@ -69,6 +70,12 @@ class TrajectoryStudy(Study):
     title = "E||theta_k - theta*||^2 of the last iterate and the average at log-spaced k, and their rates"
     keys = PATH_KEYS + (N_KEY,) + TRAJECTORY_KEYS
     tables = ("summary", "rates")
+    table_columns = {
+        "summary": {"estimator": "text", "k": "positive", "distance": "number", "distance_se": "number",
+                    "reps": "count", "n_failed": "count"},
+        "rates": {"estimator": "text", "slope": "number", "slope_lo": "number", "slope_hi": "number",
+                  "theory": "number?", "slope_se": "number", "k_from": "count", "k_to": "count", "points": "count"},
+    }
     warning_kinds = GAMMA_WARNING_KINDS
     compute_sources = ("engine/dispatch.py", "engine/rng.py", "privacy", "models", "inference/streaming.py",
                        "recursion", "studies/base.py", "studies/trajectory/kernel.py",
@@ -87,6 +94,10 @@ class TrajectoryStudy(Study):
 
     def warnings(self, s, options):
         return gamma_warnings(s)
+
+    def chunk_shapes(self, setting, options):
+        shape = (len(setting_checkpoints(setting, options)), MODELS[setting.model].dim)
+        return {"last": shape, "average": shape, "ok": ()}
 
     def steps(self, setting):
         return setting.n

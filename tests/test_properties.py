@@ -1,0 +1,161 @@
+"""Property: whatever a config file holds, ``run`` and ``check`` accept it or refuse it in one line.
+
+Random mappings of config keys (and unknown keys) to wrong types, extreme floats, strings, nulls, lists
+where scalars belong and mappings, written as YAML files, go through the command line in this process.
+Each must end with exit status 0 (or 1: a ``check`` whose assumption fails) or 2 with exactly one
+``ldpsim: error: ...`` line, every line on stderr being ldpsim's own (no traceback, no raw numpy
+warning), within a hang guard of 60 s per example (a tiny accepted run takes well under a second).
+The keys that set the amount of work (``n``, ``reps``, ``B``, ``batch_size``, ...) are drawn from tiny
+valid values and from invalid ones, so that accepted runs stay tiny.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import signal
+import tempfile
+import warnings
+from pathlib import Path
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ldpsim
+from ldpsim.cli import main
+from ldpsim.engine.config import RUN_KEYS
+from ldpsim.studies import STUDIES
+
+#: A value that is not what any key wants, or is at the edge of what it takes.
+SCALAR = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-10**25, max_value=10**25),
+    st.floats(allow_nan=True, allow_infinity=True), st.floats(min_value=-1e-300, max_value=1e-300),
+    st.sampled_from(["", "abc", "1e6", "inf", "-inf", "nan", ".nan", "1e400", "0x10", "BB", "quantile", "rr",
+                     "uniform", "laplace", "gaussian", "trajectory", "coverage", "1e4.5", "\u00e9", "[1, 2]"]),
+)
+WILD = st.one_of(SCALAR, st.lists(SCALAR, max_size=3), st.dictionaries(st.text(max_size=3), SCALAR, max_size=2))
+
+#: Values a valid run could use, so that many drawn configs are accepted and run.
+PLAUSIBLE = {
+    "model": ["quantile", "mean", "linear", "logistic", "quantile_regression"],
+    "tau": [0.5, 0.9, [0.3, 0.7]], "epsilon": [1, 0.5, "inf", 8], "mechanism": [None, "rr", "laplace", "gaussian"],
+    "delta": [1e-5, 0.1], "covariates": ["truncnorm", "uniform"], "clip": [1, 2.5], "c": [1, 0.5, 2],
+    "gamma": [0.51, 0.75, 0.9, 1.0, 0.4], "theta0": [0, 0.5, -1], "beta": [0.75, 0.6, 0.9], "level": [0.9, 0.8],
+    "multiplier": ["uniform", "rademacher", "gaussian", "mammen"], "methods": [["BB"], ["SN", "oracle"], "BM"],
+    "seed": [1, 7, 0], "study": sorted(STUDIES),
+}
+#: The keys that size the work: tiny valid values, or invalid ones (never a large valid one).
+SIZED = {
+    "n": [3000, 4000, [3000, 4000], 1, 0, -5, 2.5, 1e19, 1e30, "abc", "1e3.5", None, [], True, "inf"],
+    "reps": [1, 2, 0, -1, 1e12, 2.5, "x", None, [1, 2], True],
+    "B": [50, 60, 1, 2, 49, 1e12, -1, "many", None, [50, 60]],
+    "batch_size": [1, 2, 0, -1, 1e30, None, 1.5],
+    "checkpoints": [2, 10, 10000, 1, 1e9, None, "x"],
+    "k_min": [1, 2, 10, 0, 1e9, -3],
+    "fit_decades": [1, 0.5, 0, 1e300, -1, None, "inf"],
+}
+#: Every registered study's keys: a new study is drawn from as soon as it is in STUDIES (add its keys that
+#: size the work to SIZED, so that accepted runs stay tiny).
+KEYS = sorted({k.name for study in STUDIES.values() for k in study.keys} | {k.name for k in RUN_KEYS} | {"study"})
+UNKNOWN = st.sampled_from(["tua", "Tau", "foo", "n ", "", "methods2"])
+
+
+#: For ``check``: condition (14) is searched up to b0 = 1e6 in Python, a second for a tiny step size, so
+#: its c and gamma come from here (wild ones go through ``run``; test_reliability checks c = 1e300).
+TAME = {"c": [1, 0.5, 2, 1e300, 0, -1, "x", None, [1, 2], float("inf")],
+        "gamma": [0.51, 0.75, 1.0, 0.4, 0, 1.5, "x", None, [0.6, 0.7], float("nan")]}
+
+
+def value_for(key, tame=False, wild=True):
+    if key in SIZED:
+        return st.sampled_from(SIZED[key] if wild else SIZED[key][:2])
+    if tame and key in TAME:
+        return st.sampled_from(TAME[key])
+    plausible = st.sampled_from(PLAUSIBLE[key]) if key in PLAUSIBLE else st.nothing()
+    return st.one_of(plausible, plausible, WILD) if wild or key not in PLAUSIBLE else plausible
+
+
+@st.composite
+def mappings(draw, wild_keys=True, tame=False):
+    keys = draw(st.lists(st.sampled_from(KEYS), max_size=6, unique=True))
+    mapping = {"n": 3000, "reps": 2, "B": 50}
+    wild = draw(st.booleans())  # half the mappings use plausible values only: they mostly run
+    for key in keys:
+        mapping[key] = draw(value_for(key, tame, wild))
+    if wild_keys and wild and draw(st.booleans()):
+        mapping[draw(UNKNOWN)] = draw(SCALAR)
+    # a mapping key YAML keeps as an int, not a string
+    if wild_keys and draw(st.integers(0, 9)) == 0:
+        mapping[3] = 1
+    return mapping
+
+
+class Hang(Exception):
+    pass
+
+
+def run_cli(args) -> tuple[int, str]:
+    def alarm(signum, frame):
+        raise Hang(f"ldpsim {' '.join(args)} ran past the hang guard")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(60)
+    err, out = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out), warnings.catch_warnings():
+            warnings.simplefilter("default")  # printed as the CLI prints them (a raw one fails the check below)
+            status = main(args)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    return status, err.getvalue()
+
+
+def check_outcome(status: int, err: str, allowed=(0, 2)) -> None:
+    lines = err.splitlines()
+    assert status in allowed, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert all(line.startswith("ldpsim: ") for line in lines), err  # no raw warning or stray output
+    errors = [line for line in lines if line.startswith("ldpsim: error: ")]
+    if status == 2:
+        assert len(errors) == 1 and lines[-1] == errors[0], err
+    else:
+        assert not errors, err
+
+
+def write_config(directory: Path, mapping: dict) -> Path:
+    path = directory / "c.yaml"
+    path.write_text(yaml.safe_dump(mapping, allow_unicode=True, sort_keys=False))
+    return path
+
+
+COMMON = dict(deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@settings(max_examples=45, **COMMON)
+@given(mappings())
+def test_run_accepts_or_refuses_in_one_line(mapping):
+    with tempfile.TemporaryDirectory() as tmp:
+        config = write_config(Path(tmp), mapping)
+        status, err = run_cli(["run", str(config), "--out", str(Path(tmp) / "o"), "--quiet", "--n-jobs", "1"])
+    check_outcome(status, err)
+    # the Python API on the same mapping: a Result, or the CLI's line as a ConfigError
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ldpsim.ConfigWarning)
+        try:
+            ldpsim.run(dict(mapping), n_jobs=1, progress=False)
+            assert status == 0, err
+        except ldpsim.ConfigError as exc:
+            cli_line = re.sub(r" in config file '[^']*'", " in config", err.splitlines()[-1])
+            assert status == 2 and cli_line == f"ldpsim: error: {exc}", (err, str(exc))
+
+
+@settings(max_examples=30, **COMMON)
+@given(mappings(tame=True))
+def test_check_accepts_or_refuses_in_one_line(mapping):
+    with tempfile.TemporaryDirectory() as tmp:
+        status, err = run_cli(["check", str(write_config(Path(tmp), mapping))])
+    check_outcome(status, err, allowed=(0, 1, 2))
