@@ -57,7 +57,9 @@ def sandwich(a: np.ndarray, s: np.ndarray, floor: float = 0.0):
     raised to it (the thresholding of Chen et al. 2020 that 002 mentions):
     noise can make ``A~`` indefinite or nearly singular. A public ``floor``
     (the SD of the privacy noise on ``A~``'s entries, say) keeps one unlucky
-    draw from giving an absurdly wide interval.
+    draw from giving an absurdly wide interval. ``S~`` is projected on the
+    positive semi-definite matrices (negative eigenvalues set to 0), so every
+    variance is ``>= 0``. Both are post-processing: no privacy cost.
 
     Returns
     -------
@@ -68,6 +70,8 @@ def sandwich(a: np.ndarray, s: np.ndarray, floor: float = 0.0):
     w, u = np.linalg.eigh(a)
     w = np.maximum(w, max(floor, 1e-8 * np.max(np.abs(w))))
     a_inv = (u / w) @ u.T
+    ws, us = np.linalg.eigh((s + s.T) / 2.0)
+    s = (us * np.maximum(ws, 0.0)) @ us.T  # a covariance: noise can make S~ indefinite
     v = a_inv @ s @ a_inv
     return (v + v.T) / 2.0, a_inv @ a_inv
 

@@ -129,7 +129,7 @@ def draw_data_twin(gen: np.random.Generator, model: str, chol: np.ndarray, n: in
 # --- one clipped per-example gradient ---------------------------------------------
 
 
-@jit
+@jit(inline=True)
 def _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad):
     """Add ``clip(grad l_i(theta))`` to ``grad``; return 1 if it was clipped, else 0.
 
