@@ -260,6 +260,7 @@ def test_fit_missing_covariate_and_bad_logistic_response(tmp_path):
         fit(tmp_path / "nope.csv", "linear", "y")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["linear", "logistic"])
 def test_fit_on_real_data_agrees_with_statsmodels(model, tmp_path):
     # Angrist-style yardstick: the Fair (1978) affairs data shipped with statsmodels, non-private OLS / Logit on

@@ -193,7 +193,8 @@ def dp_accounting_epsilons(sigma: float, q: float, steps: int, sampling: str, de
         rdp = dp_accounting.rdp.RdpAccountant()
         rdp.compose(event, int(steps))
         out["rdp"] = float(rdp.get_epsilon(delta))
-        pld = dp_accounting.pld.PLDAccountant()
+        # a 1e-3 grid of the privacy loss: epsilon to about 1e-3, ten times faster than the default 1e-4
+        pld = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-3)
         pld.compose(event, int(steps))
         out["pld"] = float(pld.get_epsilon(delta))
     elif sampling == "swor":

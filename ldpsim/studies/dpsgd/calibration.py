@@ -42,7 +42,8 @@ def output_columns(options) -> list[tuple[str, int | None]]:
     cols = []
     for method in options["methods"]:
         if method == "DPGD":
-            cols += [("DPGD", t2) for t2 in range(1, options["T2_max"] + 1)]
+            every = options.get("T2_every", 1)
+            cols += [("DPGD", t2) for t2 in range(every, options["T2_max"] + 1, every)]
         else:
             cols.append((method, None))
     return cols

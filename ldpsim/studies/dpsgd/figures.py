@@ -13,8 +13,8 @@
 
 from __future__ import annotations
 
-import math
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -75,7 +75,7 @@ def _coverage_length(Figure, out, rows, title, level):
         ax_c.set_ylim(max(0.0, ax_c.get_ylim()[0]), 1.005)
         ax_c.legend(fontsize=7, ncol=2)
     if title:
-        fig.suptitle(title + " (coverage averaged over coordinates; bars +-2 SE)", fontsize=9)
+        fig.suptitle(textwrap.fill(title + " (coverage averaged over coordinates; bars +-2 SE)", 160), fontsize=8)
     fig.savefig(out / "coverage_length.png", dpi=110)
     return ["coverage_length.png"]
 
@@ -109,7 +109,7 @@ def _mse_iterations(Figure, out, accuracy, title):
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
     if title:
-        ax.set_title(title + " (bands +-2 SE)", fontsize=8)
+        ax.set_title(textwrap.fill(title + " (bands +-2 SE)", 90), fontsize=7)
     fig.savefig(out / "mse_iterations.png", dpi=110)
     return ["mse_iterations.png"]
 
@@ -160,7 +160,7 @@ def _dpsgd_vs_dpgd(Figure, out, rows, accuracy, title, level):
         tops = top.get_legend_handles_labels()
         ax.legend(lines[0] + tops[0], lines[1] + tops[1], fontsize=7)
     if title:
-        fig.suptitle(title + " (bars +-2 SE; coverage and length averaged over coordinates)", fontsize=9)
+        fig.suptitle(textwrap.fill(title + " (bars +-2 SE; coverage and length averaged over coordinates)", 200), fontsize=8)
     fig.savefig(out / "dpsgd_vs_dpgd.png", dpi=110)
     return ["dpsgd_vs_dpgd.png"]
 

@@ -39,7 +39,6 @@ from ...engine.config import show
 from ...engine.errors import ConfigError
 from ...engine.rng import as_generator
 from ...inference import dpsgd as dpi
-from ...inference.critical_values import random_scaling_critical_value
 from ...inference.intervals import normal_quantile
 from ...inference.streaming import StreamLayout
 from ...privacy.accounting import clt_sigma, dp_accounting_epsilons, mu_from_epsilon_delta, step_noise_sd

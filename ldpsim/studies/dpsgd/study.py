@@ -65,7 +65,8 @@ DPSGD_KEYS = (
     Key("n", "int", 1000, range=Range("[10, inf)"), help="sample size"),
     Key("methods", "choices", DEFAULT_METHODS, grid=False, choices=METHODS, help="interval methods"),
     Key("T2_max", "int", 30, grid=False, range=Range("[1, 10000]"),
-        help="method DPGD runs DP-GD for every T2 = 1 .. T2_max iterations"),
+        help="method DPGD runs DP-GD for T2 = T2_every, 2 T2_every, ... <= T2_max iterations"),
+    Key("T2_every", "int", 1, grid=False, range=Range("[1, 10000]"), help="spacing of DP-GD's iteration counts"),
 )
 
 
@@ -140,12 +141,14 @@ class DpsgdStudy(Study):
 
     def warm_up(self, config):
         gen = as_generator(0)
-        for model in ("linear", "logistic"):
+        kinds = {(s.model, s.sampling) for s in config.settings}
+        dpgd = "DPGD" in config.options["methods"]
+        for model, sampling in sorted(kinds):
             theta_star, X, y, xnorm = draw_data(gen, model, np.eye(DIM), 20, 1.0)
-            layout = StreamLayout.build(64, 0.5, 0.501)
-            for sampling in SAMPLINGS:
-                run_dpsgd(gen, X, y, xnorm, model, sampling, 64, 2, 0.2, 0.501, 1.0, 0.5, 0.0, layout)
-            run_dpgd(gen, X, y, xnorm, model, 2, 0.5, 1.0, 0.1, 0.0)
+            run_dpsgd(gen, X, y, xnorm, model, sampling, 64, 2, 0.2, 0.501, 1.0, 0.5, 0.0,
+                      StreamLayout.build(64, 0.5, 0.501))
+            if dpgd:
+                run_dpgd(gen, X, y, xnorm, model, 2, 0.5, 1.0, 0.1, 0.0)
 
     def prepare(self, setting, options, twin=False):
         return setting, options, output_columns(options), calibrate(setting, options["methods"]), twin
