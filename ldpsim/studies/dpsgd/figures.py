@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import textwrap
 from pathlib import Path
@@ -94,9 +95,15 @@ def _mse_iterations(Figure, out, accuracy, title):
         t = np.array([r["T"] for r in group], dtype=float)
         m = np.array([r["mse"] for r in group])
         se = np.array([r["mse_se"] for r in group])
-        label = ", ".join(f"{k} = {v}" for k, v in zip(keys, ident)) or "DP-SGD"
+        shown = [(k, v) for k, v in zip(keys, ident) if k != "mu_var"]
+        label = ", ".join(f"{k} = {v}" for k, v in shown) or "DP-SGD"
         line = ax.plot(t, m, marker="o", ms=3, label=label)[0]
         ax.fill_between(t, m - 2 * se, m + 2 * se, color=line.get_color(), alpha=0.2, linewidth=0)
+        named = dict(zip(keys, ident))
+        if named.get("sampling") == "cyclic" and named.get("mu", math.inf) == math.inf:
+            # 002 draws cyclic SGD as one pass (T = n), a horizontal line
+            ax.axhline(m[0], color=line.get_color(), linestyle="--", linewidth=1.0,
+                       label=f"cyclic, one pass (T = {int(t[0]):,}), as 002 draws it")
     oracle = [r for r in rows if r["estimator"] == "oracle"]
     if oracle:
         m, se = float(np.mean([r["mse"] for r in oracle])), float(np.mean([r["mse_se"] for r in oracle]))

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,7 +28,7 @@ from ...engine.rng import as_generator
 from ...inference import dpsgd as dpi
 from ...inference.intervals import MULTIPLIERS, batch_means, block_bootstrap, block_bootstrap_draws
 from ...inference.streaming import StreamLayout, floor_power
-from ...privacy.accounting import NEIGHBOURS, SAMPLINGS, clt_sigma, step_noise_sd
+from ...privacy.accounting import SAMPLINGS
 from ...recursion.keys import GAMMA_WARNING_KINDS, gamma_warnings
 from ..base import Study, title_of
 from . import glm
