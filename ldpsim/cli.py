@@ -1,4 +1,4 @@
-"""Command line: ``python -m ldpsim {run,table,compare,trace,check} ...``.
+"""Command line: ``python -m ldpsim {run,table,compare,trace,check,fit} ...``.
 
 A thin layer over the Python API (:mod:`ldpsim.api`). ``run`` flags are the
 config keys: ``--reps``, ``--n`` and ``--seed`` directly, every key through
@@ -66,7 +66,39 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--n", nargs="+", metavar="N", help="sample sizes (e.g. 1e6 1e7)")
     check.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="set any config key, as for run")
+
+    fit = sub.add_parser("fit", help="DP-SGD estimates and private confidence intervals on a CSV file (002)")
+    fit.add_argument("data", help="CSV file with a header row; numeric columns")
+    fit.add_argument("--model", choices=("linear", "logistic"), default="linear")
+    fit.add_argument("--response", required=True, help="response column (logistic: 0/1)")
+    fit.add_argument("--covariates", nargs="+", metavar="COLUMN", help="covariate columns (default: all others)")
+    budget = fit.add_mutually_exclusive_group()
+    budget.add_argument("--mu", type=float, help="GDP budget of the DP-SGD path (default 2)")
+    budget.add_argument("--epsilon", type=float, help="budget as (epsilon, --delta)-DP, converted through GDP")
+    fit.add_argument("--delta", type=float, default=1e-5, help="delta of --epsilon and of the reported guarantee")
+    fit.add_argument("--mu-var", type=float, help="GDP budget of the private A~, S~ (default: the path's)")
+    fit.add_argument("--clip", type=float, help="per-example gradient clip (default 3 sqrt(d) linear, 1.5 sqrt(d) logistic)")
+    fit.add_argument("--kappa", type=float, default=2.0, help="T = min(n^kappa, --max-steps) steps (default 2)")
+    fit.add_argument("--max-steps", type=float, default=1e8, help="cap on T (default 1e8)")
+    fit.add_argument("--batch-size", type=int, default=1, help="m (default 1)")
+    fit.add_argument("--c", type=float, default=0.2, help="step size eta_t = c t^-0.501 (default 0.2)")
+    fit.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    fit.add_argument("--no-standardize", action="store_true",
+                     help="use the columns as they are (the sample means and SDs are not private)")
+    fit.add_argument("--seed", type=int, help="seed (default: fresh entropy; a fixed seed makes the noise reproducible)")
+    fit.add_argument("--show-nonprivate", action="store_true", help="also print the full-sample fit (NOT private)")
     return parser
+
+
+def _fit(args) -> int:
+    from .studies.dpsgd.fit import fit
+
+    result = fit(args.data, args.model, args.response, args.covariates, mu=args.mu, epsilon=args.epsilon,
+                 delta=args.delta, mu_var=args.mu_var, clip=args.clip, kappa=args.kappa,
+                 max_steps=int(args.max_steps), batch_size=args.batch_size, c=args.c, level=args.level,
+                 standardize=not args.no_standardize, seed=args.seed, show_nonprivate=args.show_nonprivate)
+    print(result.render())
+    return 0
 
 
 def _overrides(args) -> dict:
@@ -245,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _show_warning
     previous = _terminate_as_interrupt()
     try:
-        return {"run": _run, "table": _table, "compare": _compare, "trace": _trace, "check": _check}[args.command](args)
+        return {"run": _run, "table": _table, "compare": _compare, "trace": _trace, "check": _check,
+                "fit": _fit}[args.command](args)
     except ConfigError as exc:
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return 2

@@ -15,6 +15,21 @@ from ldpsim.studies import STUDIES, resolve
 
 TINY = {"model": "quantile", "tau": [0.5, 0.9], "n": 20_000, "reps": 6, "seed": 3, "B": 100}
 
+#: A small config per study for the interface tests (keys differ between studies).
+SMALL = {
+    "coverage": {"model": "quantile_regression", "n": 1500},
+    "trajectory": {"model": "quantile_regression", "n": 1500},
+    "dpsgd": {"model": "logistic", "n": 40, "kappa": 1.6, "B": 20, "sampling": "poisson", "batch_size": 2,
+              "methods": ["plugin", "plugin_raw", "RS", "RS_raw", "RS_paper", "oracle", "BB", "BM", "DPGD"],
+              "T2_max": 2},
+}
+#: Configs with a short path per study, for the chunk-format test.
+SHORT = {
+    "coverage": {"model": "quantile", "n": 5000},
+    "trajectory": {"model": "quantile", "n": 5000},
+    "dpsgd": {"model": "linear", "n": 60, "kappa": 1.5},
+}
+
 
 def test_api_from_a_dict_gives_the_cli_summary(tmp_path):
     config = tmp_path / "tiny.yaml"
@@ -75,7 +90,7 @@ def test_to_pandas_without_pandas_says_so(monkeypatch):
 def test_every_study_runs_its_kernel_and_its_twin_to_the_same_numbers(name):
     # the interface's promise: what a replication computes exists twice, jitted and in plain Python
     study = STUDIES[name]
-    config = resolve({"study": name, "model": "quantile_regression", "n": 1500, "reps": 2, "seed": 4})
+    config = resolve({"study": name, **SMALL[name], "reps": 2, "seed": 4})
     setting = config.settings[0]
     kernel = study.run_chunk(setting, config.options, config.seed, 0, 2)
     twin = study.run_chunk(setting, config.options, config.seed, 0, 2, twin=True)
@@ -86,7 +101,7 @@ def test_every_study_runs_its_kernel_and_its_twin_to_the_same_numbers(name):
 
 @pytest.mark.parametrize("name", sorted(STUDIES))
 def test_chunks_of_an_older_format_are_recomputed_not_read(name, tmp_path, monkeypatch):
-    mapping = {"study": name, "model": "quantile", "n": 5000, "reps": 4, "seed": 2}
+    mapping = {"study": name, **SHORT[name], "reps": 4, "seed": 2}
     monkeypatch.setattr(store, "CHUNK_FORMAT", 1)  # as an earlier version of ldpsim wrote them
     old = ldpsim.run(mapping, out=tmp_path, n_jobs=1, progress=False)
     old_files = {p: p.stat().st_mtime_ns for p in (tmp_path / "chunks").glob("*.npz")}

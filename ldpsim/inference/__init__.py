@@ -7,5 +7,7 @@ random-scaling variance, the average), so memory never grows with ``n``.
 :mod:`.intervals` builds the confidence intervals from that state, one
 function per method (multiplier block bootstrap BB and its simultaneous box
 BBjoint, batch means BM, random scaling SN, the oracle);
-:mod:`.critical_values` computes SN's critical values.
+:mod:`.critical_values` computes SN's critical values; :mod:`.dpsgd` holds the
+plug-in and random-scaling intervals of central DP-SGD on a sample (002) with
+their finite-sample corrections.
 """

@@ -9,7 +9,10 @@ key:
 * ``coverage`` (default, :mod:`.coverage`): confidence intervals and their
   coverage (000, Tables 1-2);
 * ``trajectory`` (:mod:`.trajectory`): ``E||theta_k - theta*||^2`` of the
-  last iterate and the average along the path, and the rates they decay at.
+  last iterate and the average along the path, and the rates they decay at;
+* ``dpsgd`` (:mod:`.dpsgd`): central DP-SGD on a sample (002): privacy
+  accounting, plug-in and random-scaling intervals, BB and BM on the same
+  paths, DP-GD.
 
 Adding a study is one module or subpackage here with a :class:`~.base.Study`
 subclass, listed in :data:`STUDIES`, plus a config.
@@ -24,10 +27,11 @@ from ..engine.config import Config
 from ..engine.errors import ConfigError
 from .base import Study
 from .coverage import CoverageStudy
+from .dpsgd import DpsgdStudy
 from .trajectory import TrajectoryStudy
 
 #: Studies by their config name; the first is the default.
-STUDIES: dict[str, Study] = {s.name: s for s in (CoverageStudy(), TrajectoryStudy())}
+STUDIES: dict[str, Study] = {s.name: s for s in (CoverageStudy(), TrajectoryStudy(), DpsgdStudy())}
 #: The study of a config that does not name one.
 DEFAULT_STUDY = "coverage"
 

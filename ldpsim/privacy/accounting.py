@@ -1,0 +1,215 @@
+"""Privacy accounting of DP-SGD: the noise of one step for a target mu-GDP over T subsampled steps.
+
+One step of DP-SGD adds ``N(0, sigma^2 D^2)`` to a sum of clipped per-example
+gradients whose sensitivity is ``D``: on its own it is ``1/sigma``-GDP. Over
+``T`` steps, each touching a random subsample (rate ``q = m / n``), the central
+limit theorem of Bu, Dong, Long & Su (2020; Dong, Roth & Su 2022, Section 5)
+gives, for ``q sqrt(T) -> c``, asymptotically mu-GDP with
+
+* sampling without replacement (batches of exactly ``m``; replace-one neighbours):
+  ``mu = sqrt(2) c sqrt(e^(1/sigma^2) Phi(1.5/sigma) + 3 Phi(-0.5/sigma) - 2)``;
+* Poisson sampling (each example with probability ``q``; add/remove neighbours):
+  ``mu = c sqrt(e^(1/sigma^2) - 1)``.
+
+(002, Corollary 3 prints ``sqrt(2c) sqrt(e^(-sigma^2) ...)``: two typos,
+docs/corrections.md items 12 and 13.) Cyclic passes have no amplification:
+an example used in ``k`` steps is ``sqrt(k) / sigma``-GDP by composition.
+
+Both CLT expressions are computed without overflow for small ``sigma`` (in
+logs) and without cancellation for large ``sigma`` (``expm1`` and the exact
+cancellation of the Phi terms rewritten), and inverted for ``sigma`` by
+Brent's method in ``log sigma``. mu-GDP <-> (epsilon, delta) goes through
+:mod:`.gdp`. :func:`dp_accounting_epsilons` asks Google's ``dp-accounting``
+package (the ``accounting`` extra) for the epsilon of the actual sampled
+Gaussian mechanism, to show how far the CLT is from an exact accountant.
+"""
+
+from __future__ import annotations
+
+import math
+
+from scipy import optimize, special
+
+from .gdp import gdp_delta, gdp_epsilon, gdp_mu
+
+#: Sampling schemes of DP-SGD, as configs spell them.
+SAMPLINGS = ("swor", "poisson", "cyclic")
+#: Neighbouring relation under which each scheme's guarantee holds.
+NEIGHBOURS = {"swor": "replace-one", "poisson": "add/remove", "cyclic": "replace-one"}
+
+
+def _log_ndtr(x: float) -> float:
+    return float(special.log_ndtr(x))
+
+
+def _swor_log_f(sigma: float) -> float:
+    """``log f(sigma)``, ``f = e^(1/sigma^2) Phi(1.5/sigma) + 3 Phi(-0.5/sigma) - 2``, without overflow or cancellation.
+
+    ``f = expm1(a) Phi(b) + [3 Phi(-c) - 1 - Phi(-b)]`` with ``a = 1/sigma^2``,
+    ``b = 1.5/sigma``, ``c = 0.5/sigma``: the bracket is ``-phi(0) c^3 ... ``,
+    small and negative; for large ``sigma`` both parts are ``O(1/sigma^2)`` and
+    ``O(1/sigma^3)``, computed with full relative precision by ``expm1`` and
+    ``ndtr`` of small arguments (``3 Phi(-c) - 1 - Phi(-b) = 3 (Phi(-c) - 1/2) - (Phi(-b) - 1/2)``
+    with ``Phi(-x) - 1/2 = -erf(x / sqrt 2) / 2``).
+    """
+    a = 1.0 / (sigma * sigma)
+    b, c = 1.5 / sigma, 0.5 / sigma
+    if a > 600.0:  # e^a overflows: log f = a + log Phi(b) + log(1 + rest), rest ~ e^-a
+        rest = (3.0 * special.ndtr(-c) - 2.0) * math.exp(-a) / special.ndtr(b)
+        return a + _log_ndtr(b) + math.log1p(rest)
+    bracket = -1.5 * special.erf(c / math.sqrt(2.0)) + 0.5 * special.erf(b / math.sqrt(2.0))
+    return math.log(math.expm1(a) * special.ndtr(b) + bracket)
+
+
+def _poisson_log_f(sigma: float) -> float:
+    """``log(e^(1/sigma^2) - 1)`` without overflow."""
+    a = 1.0 / (sigma * sigma)
+    if a > 600.0:
+        return a + math.log(-math.expm1(-a))
+    return math.log(math.expm1(a))
+
+
+def _check(name: str, value: float, low: float = 0.0) -> None:
+    if not (value > low and math.isfinite(value)):
+        raise ValueError(f"{name} must be finite and > {low:g}, got {value}")
+
+
+def clt_mu(sigma: float, q: float, steps: int, sampling: str = "swor") -> float:
+    """mu of ``steps`` DP-SGD steps with noise multiplier ``sigma`` and sampling rate ``q`` (CLT).
+
+    Parameters
+    ----------
+    sigma : float
+        Noise multiplier: one step's noise SD over the sensitivity of what it
+        is added to (one step is ``1/sigma``-GDP); ``sigma = inf`` gives mu = 0.
+    q : float
+        Sampling rate ``m / n`` in (0, 1].
+    steps : int
+        Number of steps ``T``.
+    sampling : {'swor', 'poisson', 'cyclic'}
+        ``cyclic``: ``q`` is ignored and every example is used in
+        ``ceil(T q)`` steps (``q = m / n``): ``mu = sqrt(ceil(T q)) / sigma``.
+
+    Returns
+    -------
+    float
+    """
+    if math.isinf(sigma):
+        return 0.0
+    _check("sigma", sigma)
+    _check("q", q)
+    if q > 1.0:
+        raise ValueError(f"q must be <= 1, got {q}")
+    _check("steps", steps)
+    if sampling == "cyclic":
+        return math.sqrt(math.ceil(steps * q - 1e-9)) / sigma
+    if sampling == "swor":
+        log_f = _swor_log_f(sigma)
+        scale = math.sqrt(2.0) * q * math.sqrt(steps)
+    elif sampling == "poisson":
+        log_f = _poisson_log_f(sigma)
+        scale = q * math.sqrt(steps)
+    else:
+        raise ValueError(f"sampling must be one of {', '.join(SAMPLINGS)}, got {sampling!r}")
+    return scale * math.exp(0.5 * log_f)
+
+
+def clt_sigma(mu: float, q: float, steps: int, sampling: str = "swor") -> float:
+    """The noise multiplier ``sigma`` with ``clt_mu(sigma, q, steps, sampling) = mu``.
+
+    ``mu = inf`` gives 0 (no noise). mu decreases strictly in sigma, from
+    ``inf`` to 0, so the root is unique; it is found in ``log sigma``.
+    """
+    if math.isinf(mu):
+        return 0.0
+    _check("mu", mu)
+    if sampling == "cyclic":
+        return math.sqrt(math.ceil(steps * q - 1e-9)) / mu
+    log_mu = math.log(mu)
+
+    def excess(log_sigma):
+        return math.log(clt_mu(math.exp(log_sigma), q, steps, sampling)) - log_mu
+
+    lo, hi = -1.0, 1.0
+    while excess(lo) < 0:
+        lo -= 1.0
+    while excess(hi) > 0:
+        hi += 1.0
+    return math.exp(optimize.brentq(excess, lo, hi, xtol=1e-14, rtol=1e-14, maxiter=200))
+
+
+def step_noise_sd(sigma: float, clip: float, batch_size: int, sampling: str = "swor") -> float:
+    """SD ``sigma_1`` of the Gaussian noise on the averaged clipped gradient (002, Algorithm 1 with (5.1)).
+
+    The average ``(1/m) sum_{i in I_t} clip(g_i)`` changes by at most
+    ``2 clip / m`` when one example is replaced (``swor``, ``cyclic``) and by
+    ``clip / m`` when one is added or removed (``poisson``, dividing by the
+    expected batch size ``m``), so a ``1/sigma``-GDP step needs
+    ``sigma_1 = 2 sigma clip / m`` (``sigma clip / m`` for Poisson).
+    002's Corollary 3 prints ``2 sigma Delta_g / m`` with ``Delta_g = 2 clip``,
+    twice as much (docs/corrections.md, item 14).
+    """
+    sensitivity = (1.0 if sampling == "poisson" else 2.0) * clip / batch_size
+    return sigma * sensitivity
+
+
+def gdp_summary(mu: float, deltas=(1e-5,), epsilons=(1.0,)) -> dict:
+    """(epsilon, delta) pairs implied by mu-GDP: ``delta(epsilon)`` and ``epsilon(delta)``."""
+    out = {"mu": mu}
+    for eps in epsilons:
+        out[f"delta_at_eps{eps:g}"] = gdp_delta(eps, mu) if mu > 0 else 0.0
+    for delta in deltas:
+        out[f"eps_at_delta{delta:g}"] = gdp_epsilon(mu, delta) if mu > 0 else 0.0
+    return out
+
+
+def mu_from_epsilon_delta(epsilon: float, delta: float) -> float:
+    """The mu whose GDP guarantee gives exactly ``(epsilon, delta)``-DP (a target stated as (epsilon, delta))."""
+    return gdp_mu(epsilon, delta)
+
+
+def dp_accounting_epsilons(sigma: float, q: float, steps: int, sampling: str, delta: float,
+                           n: int | None = None, batch_size: int | None = None) -> dict | None:
+    """epsilon at ``delta`` of the actual sampled Gaussian mechanism, by ``dp-accounting``'s accountants.
+
+    Returns ``None`` if the ``accounting`` extra (``dp-accounting``) is not
+    installed. Keys: ``rdp`` (the RDP accountant; Poisson with add/remove
+    neighbours, or sampling without replacement with replace-one neighbours,
+    Wang, Balle & Kasiviswanathan 2019) and ``pld`` (the privacy-loss
+    distribution accountant, Poisson only: it does not support sampling
+    without replacement). ``sigma`` is the noise multiplier relative to the
+    sensitivity under that neighbouring relation, as in :func:`clt_mu`.
+    """
+    try:
+        import dp_accounting
+    except ImportError:
+        return None
+    out = {}
+    if math.isinf(sigma) or sigma == 0:
+        return out
+    gaussian = dp_accounting.GaussianDpEvent(sigma)
+    if sampling == "poisson":
+        event = dp_accounting.PoissonSampledDpEvent(q, gaussian)
+        rdp = dp_accounting.rdp.RdpAccountant()
+        rdp.compose(event, int(steps))
+        out["rdp"] = float(rdp.get_epsilon(delta))
+        # a 1e-3 grid of the privacy loss: epsilon to about 1e-3, ten times faster than the default 1e-4
+        pld = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-3)
+        pld.compose(event, int(steps))
+        out["pld"] = float(pld.get_epsilon(delta))
+    elif sampling == "swor":
+        if n is None or batch_size is None:
+            raise ValueError("sampling without replacement needs n and batch_size")
+        # dp-accounting's replace-one sampled Gaussian takes the noise multiplier relative to the
+        # sensitivity of one example's contribution; in the replace-one relation that is the
+        # change of the sum when one example's term is replaced, our D: the same sigma
+        event = dp_accounting.SampledWithoutReplacementDpEvent(int(n), int(batch_size), gaussian)
+        rdp = dp_accounting.rdp.RdpAccountant(
+            neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+        rdp.compose(event, int(steps))
+        out["rdp"] = float(rdp.get_epsilon(delta))
+    return out
+
+
+__all__ = ["NEIGHBOURS", "SAMPLINGS", "clt_mu", "clt_sigma", "dp_accounting_epsilons", "gdp_summary",
+           "mu_from_epsilon_delta", "step_noise_sd"]

@@ -1,0 +1,451 @@
+"""Kernels of the DP-SGD study: a dataset of n points, DP-SGD on it (002, Algorithm 1 with (5.1)), DP-GD.
+
+Three jitted kernels, each with a plain-Python twin that repeats its
+arithmetic operation for operation and draws from the numpy generator in the
+same order (tests require identical output):
+
+* :func:`draw_data`: ``theta* ~ U[0, hi]^d`` (``hi = 1`` linear, ``1/2``
+  logistic; 002, Section 6.1), then for each of the ``n`` rows ``z ~ N(0, I_d)``,
+  ``x = L z`` (``L`` the Cholesky factor of the design's covariance), and
+  ``y = x'theta* + N(0, 1)`` (linear) or ``y = 1{u < s(x'theta*)}`` (logistic).
+  The data are held in memory: they are O(n), the study's fixed sample.
+* :func:`run_dpsgd`: ``T`` steps of
+  ``theta_t = theta_{t-1} - eta_t ((1/m) sum_{i in I_t} clip(grad l_i(theta_{t-1})) + xi_t)``,
+  ``xi_t ~ N(0, sigma_1^2 I)``, ``eta_t = c t^-gamma``, with per-example
+  clipping at ``clip`` in l2 norm (5.1) and the mini-batch ``I_t`` drawn by
+
+  - ``swor``: ``m`` distinct indices, a partial Fisher-Yates shuffle of a
+    permutation kept across steps (step ``k`` of the shuffle swaps position
+    ``k`` with ``k + floor(u (n - k))``, ``u`` uniform on [0, 1): from any
+    permutation, the first ``m`` entries are a uniform m-subset; the
+    mapping's non-uniformity is below ``n / 2^53``);
+  - ``poisson``: each index independently with probability ``q = m / n``,
+    by geometric gaps ``floor(E / lambda)``, ``E`` standard exponential,
+    ``lambda = -log(1 - q)`` (``P(gap >= k) = (1 - q)^k``): ``|I_t| + 1``
+    draws per step instead of ``n``; the sum is divided by the expected size
+    ``m`` (unbiased, and its sensitivity does not depend on ``|I_t|``);
+  - ``cyclic``: ``m`` consecutive indices, passing through the data in order.
+
+  The path streams what inference needs and nothing O(T): the random-scaling
+  sums (:func:`ldpsim.recursion.kernels.sn_add`, ``sn_recentre``, ``sn_read``),
+  the block sums of BB and the batch sums of BM
+  (:class:`ldpsim.inference.streaming.StreamLayout`), and counts the clipped
+  per-example gradients.
+* :func:`run_dpgd`: noisy full-gradient descent (Avella-Medina, Bradshaw &
+  Loh 2023): ``theta_{k+1} = theta_k - step (1/n) sum_i clip(grad l_i(theta_k)) + s Z_k``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...engine.jit import jit
+from ...engine.rng import exponential, kernel_rng, normal, uniform
+from ...inference.streaming import PathState, StreamLayout
+from ...recursion.kernels import sn_add, sn_read, sn_recentre, step_ratio_coefficients, step_size
+from ...recursion.twins import _coefficients, _step_size, _sum_of_squares
+
+#: Model codes of the kernels.
+LINEAR, LOGISTIC = 0, 1
+#: Sampling codes of the kernels.
+SWOR, POISSON, CYCLIC = 0, 1, 2
+SAMPLING_CODES = {"swor": SWOR, "poisson": POISSON, "cyclic": CYCLIC}
+MODEL_CODES = {"linear": LINEAR, "logistic": LOGISTIC}
+
+
+# --- the data ---------------------------------------------------------------
+
+
+@jit
+def _draw_data(gen, logistic, chol, theta_hi, theta_star, z, X, y, xnorm):
+    n, d = X.shape
+    for j in range(d):
+        theta_star[j] = theta_hi * uniform(gen)
+    for i in range(n):
+        for j in range(d):
+            z[j] = normal(gen)
+        mean = 0.0
+        sq = 0.0
+        for j in range(d):
+            v = 0.0
+            for k in range(j + 1):
+                v += chol[j, k] * z[k]
+            X[i, j] = v
+            mean += v * theta_star[j]
+            sq += v * v
+        xnorm[i] = math.sqrt(sq)
+        if logistic:
+            y[i] = 1.0 if uniform(gen) * (1.0 + math.exp(-mean)) < 1.0 else 0.0  # u < s(mean)
+        else:
+            y[i] = mean + normal(gen)
+
+
+def draw_data(gen: np.random.Generator, model: str, chol: np.ndarray, n: int, theta_hi: float):
+    """Draw ``theta*`` and a dataset of ``n`` rows (see the module docstring).
+
+    Returns
+    -------
+    theta_star : (d,) array
+    X : (n, d) array
+    y : (n,) array
+    xnorm : (n,) array
+        ``||x_i||_2``, kept for the clipping of per-example gradients.
+    """
+    d = chol.shape[0]
+    theta_star, z = np.empty(d), np.empty(d)
+    X, y, xnorm = np.empty((n, d)), np.empty(n), np.empty(n)
+    _draw_data(kernel_rng(gen), MODEL_CODES[model] == LOGISTIC, chol, float(theta_hi), theta_star, z, X, y, xnorm)
+    return theta_star, X, y, xnorm
+
+
+def draw_data_twin(gen: np.random.Generator, model: str, chol: np.ndarray, n: int, theta_hi: float):
+    """Plain-Python twin of :func:`draw_data`."""
+    d = chol.shape[0]
+    logistic = MODEL_CODES[model] == LOGISTIC
+    theta_star = np.array([theta_hi * gen.random() for _ in range(d)])
+    X, y, xnorm = np.empty((n, d)), np.empty(n), np.empty(n)
+    z = np.empty(d)
+    for i in range(n):
+        for j in range(d):
+            z[j] = gen.standard_normal()
+        mean = sq = 0.0
+        for j in range(d):
+            v = 0.0
+            for k in range(j + 1):
+                v += chol[j, k] * z[k]
+            X[i, j] = v
+            mean += v * theta_star[j]
+            sq += v * v
+        xnorm[i] = math.sqrt(sq)
+        if logistic:
+            y[i] = 1.0 if gen.random() * (1.0 + math.exp(-mean)) < 1.0 else 0.0
+        else:
+            y[i] = mean + gen.standard_normal()
+    return theta_star, X, y, xnorm
+
+
+# --- one clipped per-example gradient ---------------------------------------------
+
+
+@jit(inline=True)
+def _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad):
+    """Add ``clip(grad l_i(theta))`` to ``grad``; return 1 if it was clipped, else 0.
+
+    ``grad l_i = r x_i`` with ``r = x_i'theta - y_i`` (linear) or
+    ``s(x_i'theta) - y_i`` (logistic), so ``||grad l_i|| = |r| ||x_i||``.
+    """
+    d = grad.shape[0]
+    fit = 0.0
+    for j in range(d):
+        fit += X[i, j] * theta[j]
+    if logistic:
+        r = 1.0 / (1.0 + math.exp(-fit)) - y[i]
+    else:
+        r = fit - y[i]
+    norm = abs(r) * xnorm[i]
+    clipped = 0
+    if norm > clip:
+        r = r * (clip / norm)
+        clipped = 1
+    for j in range(d):
+        grad[j] += r * X[i, j]
+    return clipped
+
+
+def _add_clipped_twin(X, y, xnorm, i, theta, logistic, clip, grad):
+    d = grad.shape[0]
+    fit = 0.0
+    for j in range(d):
+        fit += X[i, j] * theta[j]
+    r = 1.0 / (1.0 + math.exp(-fit)) - y[i] if logistic else fit - y[i]
+    norm = abs(r) * xnorm[i]
+    clipped = 0
+    if norm > clip:
+        r = r * (clip / norm)
+        clipped = 1
+    for j in range(d):
+        grad[j] += r * X[i, j]
+    return clipped
+
+
+# --- DP-SGD -------------------------------------------------------------------
+
+
+@jit
+def _dpsgd_path(gen, X, y, xnorm, logistic, sampling, steps, m, c, gamma, clip, sigma1, inv_lambda, perm,
+                theta, grad, ref, s, a, t, block_len, blocks, block, batch_ends, batches, batch, counts):
+    # theta starts at theta0; grad, ref, s, a, t, block and batch are zeroed (d,) work arrays.
+    # On return theta holds theta_bar_T, s holds V_T = T^-2 sum_t S_t^2 (the random-scaling sums),
+    # counts = (clipped per-example gradients, examples used).
+    n, d = X.shape
+    ref[:] = theta
+    n_blocks = blocks.shape[0]
+    jb = 0
+    block_end = block_len if n_blocks > 0 else steps + 1
+    n_batches = batch_ends.shape[0]
+    k = 0
+    batch_end = batch_ends[0] if n_batches > 0 else steps + 1
+    pow2 = 1
+    ratio = step_ratio_coefficients(gamma)
+    inv_m = 1.0 / m
+    eta = c
+    pos = 0
+    clipped = 0
+    used = 0
+    for i in range(1, steps + 1):
+        fi = float(i)
+        eta = step_size(i, pow2, eta, c, gamma, ratio)
+        if sampling == 0:  # swor: partial Fisher-Yates on the kept permutation
+            for q in range(m):
+                r = q + int(uniform(gen) * (n - q))
+                idx = perm[r]
+                perm[r] = perm[q]
+                perm[q] = idx
+                clipped += _add_clipped(X, y, xnorm, idx, theta, logistic, clip, grad)
+            used += m
+        elif sampling == 1:  # poisson: geometric gaps
+            idx = -1
+            while True:
+                gap = exponential(gen) * inv_lambda
+                if gap >= n - 1 - idx:  # also catches inf
+                    break
+                idx += 1 + int(gap)
+                clipped += _add_clipped(X, y, xnorm, idx, theta, logistic, clip, grad)
+                used += 1
+        else:  # cyclic
+            for q in range(m):
+                clipped += _add_clipped(X, y, xnorm, pos, theta, logistic, clip, grad)
+                pos += 1
+                if pos == n:
+                    pos = 0
+            used += m
+        for q in range(d):
+            noise = sigma1 * normal(gen) if sigma1 > 0.0 else 0.0
+            x = theta[q] - eta * (grad[q] * inv_m + noise)
+            grad[q] = 0.0
+            theta[q] = x
+            s[q], a[q], t[q] = sn_add(s[q], a[q], t[q], x, ref[q], fi)
+            block[q] += x
+            batch[q] += x
+        if i == block_end:
+            blocks[jb] = block
+            block[:] = 0.0
+            jb += 1
+            block_end = block_end + block_len if jb < n_blocks else steps + 1
+        if i == batch_end:
+            batches[k] = batch
+            batch[:] = 0.0
+            k += 1
+            batch_end = batch_ends[k] if k < n_batches else steps + 1
+        if i == pow2:
+            finite = True
+            for q in range(d):
+                s[q], a[q], t[q], ref[q] = sn_recentre(s[q], a[q], t[q], ref[q], fi)
+                finite = finite and np.isfinite(a[q])
+            pow2 *= 2
+            if not finite:  # diverged: stop, the study counts it
+                counts[0], counts[1] = clipped, used
+                return i
+    for q in range(d):
+        theta[q], s[q] = sn_read(s[q], a[q], t[q], ref[q], float(steps))
+    counts[0], counts[1] = clipped, used
+    return steps
+
+
+def run_dpsgd(gen: np.random.Generator, X, y, xnorm, model: str, sampling: str, steps: int, batch_size: int,
+              c: float, gamma: float, clip: float, sigma1: float, theta0: float, layout: StreamLayout):
+    """Run DP-SGD for ``steps`` iterations on ``(X, y)`` and return its streamed state.
+
+    Parameters
+    ----------
+    gen : numpy.random.Generator
+        The replication's generator, after the data were drawn; advanced.
+    X, y, xnorm : numpy.ndarray
+        The dataset (:func:`draw_data`).
+    model : {'linear', 'logistic'}
+    sampling : {'swor', 'poisson', 'cyclic'}
+    steps : int
+        ``T``.
+    batch_size : int
+        ``m`` (``poisson``: the expected size).
+    c, gamma : float
+        Step sizes ``eta_t = c t^-gamma``.
+    clip : float
+        Per-example clipping threshold (``inf``: none).
+    sigma1 : float
+        SD of the Gaussian noise on the averaged gradient (0: non-private).
+    theta0 : float
+        Start, every coordinate.
+    layout : StreamLayout
+        Block and batch ends for ``steps``.
+
+    Returns
+    -------
+    state : PathState
+        ``theta_bar``, ``sn_v`` (``V_T = T^-2 sum_t S_t^2``, ``S_t`` the partial sums of
+        ``theta_s - theta_bar_T``), block and batch sums, ``steps`` completed.
+    clip_rate : float
+        Share of the per-example gradients used along the path that were clipped.
+    """
+    n, d = X.shape
+    work = np.zeros((7, d))  # grad, ref, s, a, t, block, batch
+    theta = np.full(d, float(theta0))
+    blocks = np.zeros((layout.n_blocks, d))
+    batches = np.zeros((layout.batch_ends.shape[0], d))
+    counts = np.zeros(2, dtype=np.int64)
+    perm = np.arange(n, dtype=np.int64)
+    done = _dpsgd_path(kernel_rng(gen), X, y, xnorm, MODEL_CODES[model] == LOGISTIC, SAMPLING_CODES[sampling],
+                       int(steps), int(batch_size), float(c), float(gamma), float(clip), float(sigma1),
+                       _inv_lambda(batch_size, n), perm, theta, *work[:5], int(layout.block_len), blocks, work[5],
+                       layout.batch_ends, batches, work[6], counts)
+    if done < steps:
+        theta[:] = np.nan
+        work[2] = np.nan
+    return PathState(theta, work[2].copy(), blocks, batches, int(done)), _rate(counts)
+
+
+def _inv_lambda(batch_size: int, n: int) -> float:
+    """``1 / lambda = -1 / log(1 - q)`` of the Poisson gaps, ``q = m / n`` (0 at ``q = 1``: every index)."""
+    q = batch_size / n
+    return 0.0 if q >= 1.0 else -1.0 / math.log1p(-q)
+
+
+def _rate(counts) -> float:
+    return float(counts[0]) / float(counts[1]) if counts[1] > 0 else 0.0
+
+
+def run_dpsgd_twin(gen: np.random.Generator, X, y, xnorm, model: str, sampling: str, steps: int, batch_size: int,
+                   c: float, gamma: float, clip: float, sigma1: float, theta0: float, layout: StreamLayout):
+    """Plain-Python twin of :func:`run_dpsgd` (same arithmetic, same draws); also returns the path ``(T, d)``."""
+    n, d = X.shape
+    logistic = MODEL_CODES[model] == LOGISTIC
+    code = SAMPLING_CODES[sampling]
+    inv_lambda = _inv_lambda(batch_size, n)
+    theta = np.full(d, float(theta0))
+    ref = theta.copy()
+    grad, s, a, t = np.zeros(d), np.zeros(d), np.zeros(d), np.zeros(d)
+    block, batch = np.zeros(d), np.zeros(d)
+    blocks = np.zeros((layout.n_blocks, d))
+    batches = np.zeros((layout.batch_ends.shape[0], d))
+    perm = np.arange(n, dtype=np.int64)
+    path = np.empty((steps, d))
+    ratio = _coefficients(gamma)
+    block_end = layout.block_len if layout.n_blocks > 0 else steps + 1
+    batch_end = layout.batch_ends[0] if layout.batch_ends.shape[0] > 0 else steps + 1
+    jb = kb = pos = clipped = used = 0
+    pow2, eta, inv_m = 1, c, 1.0 / batch_size
+    for i in range(1, steps + 1):
+        fi = float(i)
+        eta = _step_size(i, pow2, eta, c, gamma, ratio)
+        if code == SWOR:
+            for q in range(batch_size):
+                r = q + int(gen.random() * (n - q))
+                idx = perm[r]
+                perm[r] = perm[q]
+                perm[q] = idx
+                clipped += _add_clipped_twin(X, y, xnorm, idx, theta, logistic, clip, grad)
+            used += batch_size
+        elif code == POISSON:
+            idx = -1
+            while True:
+                gap = gen.standard_exponential() * inv_lambda
+                if gap >= n - 1 - idx:
+                    break
+                idx += 1 + int(gap)
+                clipped += _add_clipped_twin(X, y, xnorm, idx, theta, logistic, clip, grad)
+                used += 1
+        else:
+            for q in range(batch_size):
+                clipped += _add_clipped_twin(X, y, xnorm, pos, theta, logistic, clip, grad)
+                pos = 0 if pos + 1 == n else pos + 1
+            used += batch_size
+        for q in range(d):
+            noise = sigma1 * gen.standard_normal() if sigma1 > 0.0 else 0.0
+            x = theta[q] - eta * (grad[q] * inv_m + noise)
+            grad[q] = 0.0
+            theta[q] = x
+            s[q] += x - ref[q]
+            a[q] += s[q] * s[q]
+            t[q] += fi * s[q]
+            block[q] += x
+            batch[q] += x
+        path[i - 1] = theta
+        if i == block_end:
+            blocks[jb] = block
+            block[:] = 0.0
+            jb += 1
+            block_end = block_end + layout.block_len if jb < layout.n_blocks else steps + 1
+        if i == batch_end:
+            batches[kb] = batch
+            batch[:] = 0.0
+            kb += 1
+            batch_end = layout.batch_ends[kb] if kb < layout.batch_ends.shape[0] else steps + 1
+        if i == pow2:
+            for q in range(d):
+                shift = s[q] / fi
+                w2 = _sum_of_squares(fi)
+                s[q], a[q], t[q], ref[q] = 0.0, a[q] + shift * (shift * w2 - 2.0 * t[q]), t[q] - shift * w2, \
+                    ref[q] + shift
+            pow2 *= 2
+            if not np.isfinite(a).all():
+                nan = np.full(d, np.nan)
+                return PathState(nan, nan.copy(), blocks, batches, i), clipped / max(used, 1), path[:i]
+    theta_bar, v = np.empty(d), np.empty(d)
+    for q in range(d):
+        e = s[q] / float(steps)
+        theta_bar[q] = ref[q] + e
+        v[q] = (a[q] + e * (e * _sum_of_squares(float(steps)) - 2.0 * t[q])) / (float(steps) * float(steps))
+    rate = float(clipped) / float(used) if used > 0 else 0.0
+    return PathState(theta_bar, v, blocks, batches, steps), rate, path
+
+
+# --- DP-GD --------------------------------------------------------------------
+
+
+@jit
+def _dpgd_path(gen, X, y, xnorm, logistic, steps, step, clip, noise_sd, theta, grad):
+    n, d = X.shape
+    inv_n = 1.0 / n
+    for _ in range(steps):
+        for i in range(n):
+            _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad)
+        for q in range(d):
+            noise = noise_sd * normal(gen) if noise_sd > 0.0 else 0.0
+            theta[q] = theta[q] - step * (grad[q] * inv_n) + noise
+            grad[q] = 0.0
+
+
+def run_dpgd(gen: np.random.Generator, X, y, xnorm, model: str, steps: int, step: float, clip: float,
+             noise_sd: float, theta0: float) -> np.ndarray:
+    """Noisy gradient descent: ``steps`` full-gradient steps of size ``step``, noise SD ``noise_sd`` per step.
+
+    Returns the last iterate, shape ``(d,)``.
+    """
+    d = X.shape[1]
+    theta, grad = np.full(d, float(theta0)), np.zeros(d)
+    _dpgd_path(kernel_rng(gen), X, y, xnorm, MODEL_CODES[model] == LOGISTIC, int(steps), float(step), float(clip),
+               float(noise_sd), theta, grad)
+    return theta
+
+
+def run_dpgd_twin(gen: np.random.Generator, X, y, xnorm, model: str, steps: int, step: float, clip: float,
+                  noise_sd: float, theta0: float) -> np.ndarray:
+    """Plain-Python twin of :func:`run_dpgd`."""
+    n, d = X.shape
+    logistic = MODEL_CODES[model] == LOGISTIC
+    theta, grad = np.full(d, float(theta0)), np.zeros(d)
+    inv_n = 1.0 / n
+    for _ in range(steps):
+        for i in range(n):
+            _add_clipped_twin(X, y, xnorm, i, theta, logistic, clip, grad)
+        for q in range(d):
+            noise = noise_sd * gen.standard_normal() if noise_sd > 0.0 else 0.0
+            theta[q] = theta[q] - step * (grad[q] * inv_n) + noise
+            grad[q] = 0.0
+    return theta
+
+
+__all__ = ["CYCLIC", "LINEAR", "LOGISTIC", "MODEL_CODES", "POISSON", "SAMPLING_CODES", "SWOR", "draw_data",
+           "draw_data_twin", "run_dpgd", "run_dpgd_twin", "run_dpsgd", "run_dpsgd_twin"]

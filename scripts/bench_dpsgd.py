@@ -1,0 +1,83 @@
+"""Benchmark of the DP-SGD step (002, Algorithm 1 with per-example clipping) against its RNG floor.
+
+One step of the kernel at batch size m draws m uniforms (the batch, without replacement) and d = 3 normals
+(the noise), computes m clipped per-example gradients of linear regression and streams the inference state
+(random-scaling sums, BB blocks, BM batches). Its RNG floor is a jitted loop making the same draws in the
+same order and nothing else, measured in the same process, interleaved with the kernel. Medians of
+``repeats`` runs.
+
+    python scripts/bench_dpsgd.py            # prints the table
+    python scripts/bench_dpsgd.py --figure2 results/dpsgd   # adds the Figure 2 run's wall time from meta.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ldpsim.engine.jit import jit
+from ldpsim.engine.rng import as_generator, kernel_rng, normal, uniform
+from ldpsim.inference.streaming import StreamLayout
+from ldpsim.studies.dpsgd.kernel import draw_data, run_dpsgd
+
+N = 1000
+STEPS = 2_000_000
+
+
+@jit
+def _floor(gen, steps, m, n, d):
+    acc = 0.0
+    for _ in range(steps):
+        for q in range(m):
+            acc += uniform(gen) * (n - q)
+        for _ in range(d):
+            acc += normal(gen)
+    return acc
+
+
+def bench(repeats: int = 5, steps: int = STEPS) -> dict:
+    """ns per DP-SGD step at m = 1 and m = 10 and the ratio to the RNG floor (medians of ``repeats`` runs)."""
+    gen = as_generator(1)
+    _, X, y, xnorm = draw_data(gen, "linear", np.eye(3), N, 1.0)
+    layout = StreamLayout.build(steps, 0.75, 0.501)
+    out = {}
+    for m in (1, 10):
+        run_dpsgd(gen, X, y, xnorm, "linear", "swor", 100, m, 0.2, 0.501, 6.0, 11.0, 0.0,
+                  StreamLayout.build(100, 0.5, 0.501))
+        _floor(kernel_rng(gen), 10, m, N, 3)
+        kernel, floor = [], []
+        for _ in range(repeats):  # interleaved, so that load changes hit both alike
+            tic = time.perf_counter()
+            run_dpsgd(gen, X, y, xnorm, "linear", "swor", steps, m, 0.2, 0.501, 6.0, 11.0, 0.0, layout)
+            kernel.append((time.perf_counter() - tic) / steps * 1e9)
+            tic = time.perf_counter()
+            _floor(kernel_rng(gen), steps, m, N, 3)
+            floor.append((time.perf_counter() - tic) / steps * 1e9)
+        k, f = statistics.median(kernel), statistics.median(floor)
+        out[f"m{m}_ns_per_step"] = round(k, 2)
+        out[f"m{m}_floor_ns_per_step"] = round(f, 2)
+        out[f"m{m}_ratio"] = round(k / f, 3)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--figure2", type=Path, help="a finished run of configs/dpsgd.yaml (its meta.json)")
+    args = parser.parse_args()
+    result = bench(args.repeats)
+    for m in (1, 10):
+        print(f"DP-SGD step, m = {m:2d}: {result[f'm{m}_ns_per_step']:7.1f} ns; RNG floor "
+              f"{result[f'm{m}_floor_ns_per_step']:7.1f} ns; ratio {result[f'm{m}_ratio']:.2f}")
+    if args.figure2 is not None:
+        meta = json.loads((args.figure2 / "meta.json").read_text())
+        print(f"Figure 2 run ({args.figure2}): {meta['wall_time_s'] / 60:.1f} min wall, n_jobs = {meta['n_jobs']}")
+
+
+if __name__ == "__main__":
+    main()
