@@ -55,6 +55,10 @@ SIZED = {
     "checkpoints": [2, 10, 10000, 1, 1e9, None, "x"],
     "k_min": [1, 2, 10, 0, 1e9, -3],
     "fit_decades": [1, 0.5, 0, 1e300, -1, None, "inf"],
+    # dpsgd: T = n^kappa steps, DP-GD's iteration counts
+    "kappa": [1, 1.1, 0, 3.5, -1, None, "x"],
+    "T2_max": [2, 3, 0, 1e9, None],
+    "T2_every": [1, 2, 0, 1e9, None],
 }
 #: Every registered study's keys: a new study is drawn from as soon as it is in STUDIES (add its keys that
 #: size the work to SIZED, so that accepted runs stay tiny).

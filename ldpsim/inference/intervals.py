@@ -30,6 +30,19 @@ def uses_blocks(methods) -> bool:
 #: Methods run when a config does not say.
 DEFAULT_METHODS = ("BB", "BM", "SN", "oracle")
 
+#: Fewest bootstrap draws: the quantiles of fewer draws are too coarse to call an interval.
+MIN_BOOTSTRAP_DRAWS = 50
+
+
+def min_bootstrap_draws(level: float) -> int:
+    """Fewest draws whose empirical ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles are not the extremes.
+
+    ``B (1 - level) / 2 >= 1``, i.e. ``B >= 2 / (1 - level)``, and at least
+    :data:`MIN_BOOTSTRAP_DRAWS` (50 at level 0.9, 200 at 0.99, 20000 at 0.9999).
+    """
+    return max(MIN_BOOTSTRAP_DRAWS, math.ceil(2.0 / (1.0 - level) * (1.0 - 1e-9)))  # 1 - 0.99 is not 0.01
+
+
 #: Bootstrap multiplier laws: mean 0, variance 1.
 MULTIPLIERS = ("uniform", "rademacher", "gaussian", "mammen")
 

@@ -24,7 +24,8 @@ from ...engine.errors import MissingExtra
 from ...engine.resources import FLOAT
 from ...engine.rng import as_generator
 from ...inference import intervals
-from ...inference.intervals import DEFAULT_METHODS, METHODS, MULTIPLIERS, uses_blocks
+from ...inference.intervals import (DEFAULT_METHODS, METHODS, MIN_BOOTSTRAP_DRAWS, MULTIPLIERS, min_bootstrap_draws,
+                                    uses_blocks)
 from ...engine.rng import replication_generator
 from ...inference.streaming import StreamLayout, floor_power
 from ...models import MODELS, build_model
@@ -38,8 +39,6 @@ from ..base import Study, stack, title_of
 from .summary import summarize
 from .tables import render_latex, render_markdown
 
-#: Fewest bootstrap draws: the quantiles of fewer draws are too coarse to call an interval.
-MIN_BOOTSTRAP_DRAWS = 50
 #: An interval is usable only if its length is this many units in the last place of its ends:
 #: then the ends resolve it to one part in a million. A path started far from theta* (theta0 = 1e20)
 #: whose steps are below the spacing of its iterates gives intervals of length 0 or of rounding noise.
@@ -59,15 +58,6 @@ INFERENCE_KEYS = (
 )
 _INFERENCE_NAMES = tuple(k.name for k in INFERENCE_KEYS)
 METHODS_KEY = Key("methods", "choices", DEFAULT_METHODS, grid=False, choices=METHODS, help="interval methods")
-
-
-def min_bootstrap_draws(level: float) -> int:
-    """Fewest draws whose empirical ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles are not the extremes.
-
-    ``B (1 - level) / 2 >= 1``, i.e. ``B >= 2 / (1 - level)``, and at least
-    :data:`MIN_BOOTSTRAP_DRAWS` (50 at level 0.9, 200 at 0.99, 20000 at 0.9999).
-    """
-    return max(MIN_BOOTSTRAP_DRAWS, math.ceil(2.0 / (1.0 - level) * (1.0 - 1e-9)))  # 1 - 0.99 is not 0.01
 
 
 def resolved(bounds: np.ndarray) -> bool:

@@ -26,10 +26,11 @@ import numpy as np
 from ...engine.config import ConfigError, Key, Range, check_range
 from ...engine.rng import as_generator
 from ...inference import dpsgd as dpi
-from ...inference.intervals import MULTIPLIERS, batch_means, block_bootstrap, block_bootstrap_draws
+from ...inference.intervals import (MIN_BOOTSTRAP_DRAWS, MULTIPLIERS, batch_means, block_bootstrap,
+                                    block_bootstrap_draws, min_bootstrap_draws)
 from ...inference.streaming import StreamLayout, floor_power
 from ...privacy.accounting import SAMPLINGS
-from ...recursion.keys import GAMMA_WARNING_KINDS, gamma_warnings
+from ...recursion.keys import GAMMA_WARNING_KINDS, MAX_STEPS, gamma_warnings
 from ..base import Study, title_of
 from . import glm
 from .calibration import (DEFAULT_CLIP, DEFAULT_CLIP_HESSIAN, DEFAULT_METHODS, DIM, METHODS, calibrate,
@@ -58,8 +59,9 @@ DPSGD_KEYS = (
     Key("theta0", "float", 0.0, range=Range("(-inf, inf)", "the finite reals"), help="start, every coordinate"),
     Key("gd_step", "float", 0.5, range=Range("(0, inf)"), help="step size of the DP-GD baseline"),
     Key("beta", "float", 0.75, range=Range("(0, 1)"), help="BB block length floor(T^beta)"),
-    Key("B", "int", 500, range=Range("[1, inf)"), help="bootstrap draws of BB"),
-    Key("level", "float", 0.95, range=Range("(0, 1)"), help="nominal coverage"),
+    Key("B", "int", 500, range=Range(f"[{MIN_BOOTSTRAP_DRAWS}, inf)"),
+        help=f"bootstrap draws of BB (at least {MIN_BOOTSTRAP_DRAWS}, and 2 / (1 - level))"),
+    Key("level", "float", 0.95, range=Range("[0.001, 0.99999]"), help="nominal coverage"),
     Key("multiplier", "choice", "uniform", choices=MULTIPLIERS, help="BB multiplier law"),
     Key("n", "int", 1000, range=Range("[10, inf)"), help="sample size"),
     Key("methods", "choices", DEFAULT_METHODS, grid=False, choices=METHODS, help="interval methods"),
@@ -112,8 +114,13 @@ class DpsgdStudy(Study):
             raise ConfigError(f"clip_hessian = inf leaves A~ unbounded: a private run (mu_var = {s.mu_var}) needs a "
                               "finite clip_hessian")
         steps = floor_power(s.n, s.kappa)
-        if steps < 2:
-            raise ConfigError(f"kappa = {s.kappa} gives T = floor(n^kappa) = {steps} steps at n = {s.n}; need >= 2")
+        if not 2 <= steps * s.batch_size <= MAX_STEPS:
+            raise ConfigError(f"kappa = {s.kappa} gives T = floor(n^kappa) = {steps} steps of {s.batch_size} at "
+                              f"n = {s.n}; T m must lie in [2, 2^53]")
+        if "BB" in methods and s.B < min_bootstrap_draws(s.level):
+            raise ConfigError(f"B = {s.B} bootstrap draws are too few for level = {s.level}: the block bootstrap's "
+                              f"quantiles need B >= max({MIN_BOOTSTRAP_DRAWS}, 2 / (1 - level)) = "
+                              f"{min_bootstrap_draws(s.level)}")
         if any(m.startswith("RS") for m in methods):
             check_range("level", s.level, 0.05 <= s.level <= 0.9999, "[0.05, 0.9999] (random-scaling critical values)")
         layout = StreamLayout.build(steps, s.beta, s.gamma, blocks="BB" in methods, batches="BM" in methods)
