@@ -9,7 +9,10 @@ key:
 * ``coverage`` (default, :mod:`.coverage`): confidence intervals and their
   coverage (000, Tables 1-2);
 * ``trajectory`` (:mod:`.trajectory`): ``E||theta_k - theta*||^2`` of the
-  last iterate and the average along the path, and the rates they decay at.
+  last iterate and the average along the path, and the rates they decay at;
+* ``sagd_concentration``, ``sagd_rate``, ``sagd_generalization``
+  (:mod:`.sagd`): stable adaptive gradient descent with private gradient
+  oracles on a training set (001).
 
 Adding a study is one module or subpackage here with a :class:`~.base.Study`
 subclass, listed in :data:`STUDIES`, plus a config.
@@ -24,10 +27,12 @@ from ..engine.config import Config
 from ..engine.errors import ConfigError
 from .base import Study
 from .coverage import CoverageStudy
+from .sagd import ConcentrationStudy, GeneralizationStudy, RateStudy
 from .trajectory import TrajectoryStudy
 
 #: Studies by their config name; the first is the default.
-STUDIES: dict[str, Study] = {s.name: s for s in (CoverageStudy(), TrajectoryStudy())}
+STUDIES: dict[str, Study] = {s.name: s for s in (CoverageStudy(), TrajectoryStudy(), ConcentrationStudy(),
+                                                 RateStudy(), GeneralizationStudy())}
 #: The study of a config that does not name one.
 DEFAULT_STUDY = "coverage"
 
