@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,10 @@ def _figure(what: str):
     except MissingExtra as exc:
         print(f"ldpsim: figure skipped: {exc}", file=sys.stderr)
         return None
+
+
+def _suptitle(fig, text: str, width: int) -> None:
+    fig.suptitle(textwrap.fill(text, width), fontsize=8)
 
 
 def _panels(rows, split):
@@ -60,7 +65,7 @@ def concentration_figure(out: Path, tables: dict, title: str = "") -> list[str]:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7, title="dashed: d beta + d e^-mu", title_fontsize=7)
     if title:
-        fig.suptitle(title + " (bands: +-2 SE; zero frequencies not drawn)", fontsize=9)
+        _suptitle(fig, title + " (bands: +-2 SE; zero frequencies not drawn)", 70 * min(len(panels), 2))
     fig.savefig(out / "concentration.png", dpi=120)
     return ["concentration.png"]
 
@@ -98,7 +103,7 @@ def rate_figure(out: Path, tables: dict, title: str = "") -> list[str]:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
     if title:
-        fig.suptitle(title + " (bars: +-2 SE)", fontsize=9)
+        _suptitle(fig, title + " (bars: +-2 SE)", 70 * min(len(panels), 2))
     fig.savefig(out / "rate.png", dpi=120)
     return ["rate.png"]
 
@@ -131,7 +136,7 @@ def generalization_figure(out: Path, tables: dict, title: str = "") -> list[str]
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, ncol=2)
     if title:
-        fig.suptitle(title + " (bands: +-2 SE of the test loss)", fontsize=9)
+        _suptitle(fig, title + " (bands: +-2 SE of the test loss)", 75 * min(len(panels), 2))
     fig.savefig(out / "generalization.png", dpi=120)
     return ["generalization.png"]
 
