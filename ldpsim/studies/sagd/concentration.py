@@ -21,6 +21,7 @@ import numpy as np
 
 from ...engine.config import Key, Range
 from ...engine.rng import as_generator
+from ...reporting.stats import mean_se
 from ..base import Study, title_of
 from .accounting import lap_privacy, lemma1_check, sparse_privacy, theorem_range
 from .common import BATCH_KEY, DELTA_KEY, MODEL_KEYS, NODES_KEY, N_KEY, ORACLES, SPARSE_KEYS, UPDATE_KEYS, ListKey, \
@@ -148,8 +149,7 @@ class ConcentrationStudy(Study):
             exceed, steps, paid = chunk["exceed"][ok], chunk["steps"][ok], chunk["paid"][ok]
             d = setting.d
             gen_f, gen_se = pooled_frequency(exceed[:, 2 * m], steps)
-            paid_mean = float(paid.mean()) if paid.size else math.nan
-            paid_se = float(paid.std(ddof=1) / math.sqrt(paid.size)) if paid.size > 1 else math.nan
+            paid_mean, paid_se = mean_se(paid)
             prow.update({"queries": paid_mean, "queries_se": paid_se, "steps_mean": float(steps.mean())})
             privacy.append(prow)
             for i, level in enumerate(mu):

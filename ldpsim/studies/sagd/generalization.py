@@ -19,12 +19,11 @@ rise.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ...engine.config import Key, Range
 from ...engine.rng import as_generator
+from ...reporting.stats import mean_se
 from ..base import Study, title_of
 from .accounting import lap_privacy, sparse_privacy
 from .common import BATCH_KEY, DELTA_KEY, METHODS, MODEL_KEYS, NODES_KEY, N_KEY, SPARSE_KEYS, UPDATE_KEYS, \
@@ -171,10 +170,8 @@ class GeneralizationStudy(Study):
 
 
 def _mean_se(name: str, values) -> dict:
-    values = np.asarray(values, dtype=float)
-    r = values.shape[0]
-    mean = float(values.mean()) if r else math.nan
-    se = float(values.std(ddof=1) / math.sqrt(r)) if r > 1 else math.nan
+    """``{name: mean, name_se: its standard error}`` (:func:`ldpsim.reporting.stats.mean_se`)."""
+    mean, se = mean_se(values)
     return {name: mean, f"{name}_se": se}
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from ...engine.config import Key, Range
 from ...engine.rng import as_generator
+from ...reporting.stats import mean_se
 from ..base import Study, title_of
 from ..trajectory.summary import rate_row
 from .accounting import lap_privacy, sparse_privacy
@@ -119,17 +120,13 @@ class RateStudy(Study):
             else:
                 priv = sparse_privacy(model.g1, setting.n, sigma, budget, setting.delta)
             ok = chunk["ok"]
-            paid = chunk["paid"][ok]
-            paid_mean = float(paid.mean()) if paid.size else math.nan
-            paid_se = float(paid.std(ddof=1) / math.sqrt(paid.size)) if paid.size > 1 else math.nan
+            paid_mean, paid_se = mean_se(chunk["paid"][ok])
             privacy.append({**keys, "oracle": setting.oracle, "n": setting.n, "sigma": sigma, "T": T,
                             "T_theorem": theorem_T(setting, model), "budget": budget, "G1": model.g1,
                             "eta": path_params(0, setting, model, sigma, T, 0, True).eta, "delta": setting.delta,
                             **priv, "queries": paid_mean, "queries_se": paid_se})
             for estimator in ESTIMATORS:
-                values = chunk[estimator][ok]
-                mean = float(values.mean()) if values.size else math.nan
-                se = float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else math.nan
+                mean, se = mean_se(chunk[estimator][ok])
                 rows.append({**keys, "oracle": setting.oracle, "estimator": estimator, "n": setting.n,
                              "grad_norm2": mean, "grad_norm2_se": se, "sigma": sigma, "T": T,
                              "steps": float(chunk["steps"][ok].mean()) if ok.any() else math.nan,
