@@ -381,3 +381,18 @@ def test_rate_and_generalization_tables():
     epochs = sorted({r["epoch"] for r in gen.rows})
     assert epochs == [0, 5, 10, 15, 20]
     assert "DPG-Lap" in gen.render() and "Lemma 2 as printed" in gen.render()
+
+
+@pytest.mark.slow
+def test_concentration_frequencies_stay_below_the_bound_inside_the_theorems():
+    # Theorems 1 and 3: inside their printed conditions the frequency must not exceed d beta + d e^-mu;
+    # tolerance 3 cluster SEs per cell (24 cells)
+    result = ldpsim.run({"study": "sagd_concentration", "n": 2000, "sigma": [1.0, 2.0], "model": ["logistic", "welsch"],
+                         "mu": [0.5, 1.0, 1.5, 2.0, 3.0, 4.0], "reps": 60, "seed": 5}, n_jobs=1, progress=False)
+    assert all(p["theorem_ok"] for p in result.tables["privacy"])
+    for r in result.rows:
+        se = r["frequency_se"] if math.isfinite(r["frequency_se"]) else 0.0
+        assert r["frequency"] <= r["bound"] + 3 * se, r
+        assert r["frequency_empirical"] <= r["bound_empirical"] + 3 * r["frequency_empirical_se"], r
+    sparse = [p for p in result.tables["privacy"] if p["oracle"] == "sparse"]
+    assert all(p["queries"] < p["T"] for p in sparse)

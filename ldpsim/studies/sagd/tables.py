@@ -10,6 +10,8 @@ from ..trajectory.summary import format_rate
 
 
 def _num(x, digits: int = 4) -> str:
+    if isinstance(x, str):
+        return x
     if isinstance(x, bool):
         return "yes" if x else "no"
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
@@ -39,7 +41,7 @@ def privacy_lines(privacy: list[dict], label: str = "oracle") -> list[str]:
     lines = []
     for p in privacy:
         who = p.get(label, p.get("method"))
-        extra = ", ".join(f"{k} = {p[k]}" for k in p if k in ("model", "d", "n", "sigma") and k in p)
+        extra = ", ".join(f"{k} = {_num(p[k])}" for k in p if k in ("model", "d", "n", "sigma"))
         if who in ("lap", "sagd_lap"):
             text = (f"DPG-Lap ({extra}): {_num(p['compositions'])} steps of eps0 = 2 G1 / (n sigma) = "
                     f"{_num(p['epsilon_step'])}: epsilon = {_num(p['epsilon'])} by Dwork & Roth Thm 3.20 at delta = "
