@@ -12,7 +12,10 @@ key:
   last iterate and the average along the path, and the rates they decay at;
 * ``dpsgd`` (:mod:`.dpsgd`): central DP-SGD on a sample (002): privacy
   accounting, plug-in and random-scaling intervals, BB and BM on the same
-  paths, DP-GD.
+  paths, DP-GD;
+* ``sagd_concentration``, ``sagd_rate``, ``sagd_generalization``
+  (:mod:`.sagd`): stable adaptive gradient descent with private gradient
+  oracles on a training set (001).
 
 Adding a study is one module or subpackage here with a :class:`~.base.Study`
 subclass, listed in :data:`STUDIES`, plus a config.
@@ -28,10 +31,12 @@ from ..engine.errors import ConfigError
 from .base import Study
 from .coverage import CoverageStudy
 from .dpsgd import DpsgdStudy
+from .sagd import ConcentrationStudy, GeneralizationStudy, RateStudy
 from .trajectory import TrajectoryStudy
 
 #: Studies by their config name; the first is the default.
-STUDIES: dict[str, Study] = {s.name: s for s in (CoverageStudy(), TrajectoryStudy(), DpsgdStudy())}
+STUDIES: dict[str, Study] = {s.name: s for s in (CoverageStudy(), TrajectoryStudy(), DpsgdStudy(),
+                                                 ConcentrationStudy(), RateStudy(), GeneralizationStudy())}
 #: The study of a config that does not name one.
 DEFAULT_STUDY = "coverage"
 

@@ -1,0 +1,178 @@
+"""Study ``sagd_generalization``: train and test loss over epochs, SAGD against RMSprop and Adam (001, Section C).
+
+One replication draws a training set of ``n`` points and runs every method
+of the run on it, from the same start, for ``epochs`` passes (full batch: one
+step per epoch; with ``batch_size = m``, ``floor(n / m)`` steps per epoch):
+SAGD with DPG-Lap (``sagd_lap``), SAGD with DPG-Sparse (``sagd_sparse``),
+and the non-private RMSprop (``rmsprop``: the same update with the exact
+empirical gradient) and Adam (``adam``). At ``checkpoints`` epochs it records
+the empirical loss on the training set (``train``) and the population loss
+(``test``, exact: the test loss of an infinite test set). The summary has,
+per method and epoch, mean train and test loss and their difference, the
+generalization gap, with standard errors; ``overfit.csv`` has, per method,
+the final test loss, its rise above its own minimum along the path
+(``rise``), and the final test loss minus RMSprop's on the same samples
+(``vs_rmsprop``, paired), each with its standard error. 001's claim
+(Section C, Figure 3): SAGD's test loss stays low where RMSprop's and Adam's
+rise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...engine.config import Key, Range
+from ...engine.rng import as_generator
+from ...reporting.stats import mean_se
+from ..base import Study, title_of
+from .accounting import lap_privacy, sparse_privacy
+from .common import BATCH_KEY, DELTA_KEY, METHODS, MODEL_KEYS, NODES_KEY, N_KEY, SPARSE_KEYS, UPDATE_KEYS, \
+    budget_key, build_model, data_seed_key, model_values, n_batches, path_params, shown_keys, positive_or, resolve_budget, \
+    validate_batches, with_default
+from .kernel import DIVERGED, LAP, PAID, SPARSE, replicate_paths
+
+GENERALIZATION_KEYS = MODEL_KEYS + (
+    Key("sigma", "any", "theorem", convert=positive_or("theorem"),
+        help="Laplace scale of the oracles; 'theorem': n^-1/3 (Theorem 2)"),
+    Key("epochs", "int", 100, range=Range("[1, 1000000]"), help="passes over the training set"),
+    budget_key("T"),
+) + SPARSE_KEYS + (BATCH_KEY,) + UPDATE_KEYS + (
+    Key("beta1", "float", 0.9, range=Range("[0, 1)"), help="Adam's first-moment weight"),
+    DELTA_KEY, with_default(N_KEY, 200),
+    Key("methods", "choices", ("sagd_lap", "sagd_sparse", "rmsprop", "adam"), grid=False, choices=tuple(METHODS),
+        help="methods run on the same samples"),
+    Key("checkpoints", "int", 50, grid=False, range=Range("[1, 100000]"), help="epochs at which losses are recorded"),
+    NODES_KEY,
+)
+
+
+def setting_sigma(setting) -> float:
+    """``sigma``: given, or ``n^(-1/3)``."""
+    return setting.n ** (-1.0 / 3.0) if setting.sigma == "theorem" else float(setting.sigma)
+
+
+def checkpoint_epochs(epochs: int, count: int) -> np.ndarray:
+    """``count + 1`` (or fewer, repeats dropped) evenly spaced epochs from 0 to ``epochs``."""
+    return np.unique(np.round(np.linspace(0, epochs, min(count, epochs) + 1)).astype(np.int64))
+
+
+class GeneralizationStudy(Study):
+    """Train and test loss along SAGD, RMSprop and Adam on the same training sets."""
+
+    name = "sagd_generalization"
+    title = "001 Section C: generalization gap of SAGD against RMSprop and Adam"
+    keys = GENERALIZATION_KEYS
+    tables = ("summary", "overfit", "privacy")
+    compute_sources = ("engine/rng.py", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",
+                       "studies/sagd/common.py", "studies/sagd/generalization.py")
+
+    def make_setting(self, values):
+        return super().make_setting(model_values(values))
+
+    def seed_key(self, values):
+        return data_seed_key(values)
+
+    def validate(self, s, options):
+        validate_batches(s, ["sparse"] if "sagd_sparse" in options["methods"] else [])
+
+    def steps(self, setting):
+        return setting.epochs * setting.n
+
+    def warm_up(self, config):
+        s = config.settings[0]
+        model = build_model(s, config.options["nodes"])
+        runs = [path_params(code, s, model, 0.1, 2, 1, False) for code in sorted(METHODS.values())]
+        replicate_paths(model, as_generator(0), 8, runs, 0.0, [1.0], [0, 1])
+
+    def runs(self, setting, model, options):
+        """The paths of one replication, in the run's method order."""
+        sigma = setting_sigma(setting)
+        T = setting.epochs * n_batches(setting)
+        budget = resolve_budget(setting.budget, setting.n, sigma, model.g1, T)
+        return [path_params(METHODS[name], setting, model, sigma, T, budget, False) for name in options["methods"]]
+
+    def prepare(self, setting, options, twin=False):
+        model = build_model(setting, options["nodes"])
+        epochs = checkpoint_epochs(setting.epochs, options["checkpoints"])
+        return setting, model, self.runs(setting, model, options), epochs * n_batches(setting), twin
+
+    def replicate(self, job, gen):
+        setting, model, runs, ck, twin = job
+        results = replicate_paths(model, gen, setting.n, runs, setting.w0, [1.0], ck, twin=twin)
+        train = np.stack([r.train for r in results])
+        test = np.stack([r.test for r in results])
+        diverged = any(r.stats[DIVERGED] != 0.0 for r in results)
+        # a DPG-Sparse path that spent its budget halts: its losses stay where it stopped
+        for i, (run, r) in enumerate(zip(runs, results)):
+            if run.method == SPARSE:
+                last = np.flatnonzero(np.isfinite(test[i]))
+                if last.size:
+                    train[i, last[-1] + 1:] = train[i, last[-1]]
+                    test[i, last[-1] + 1:] = test[i, last[-1]]
+        ok = not diverged and bool(np.isfinite(train).all() and np.isfinite(test).all())
+        return {"train": train, "test": test, "paid": np.array([r.stats[PAID] for r in results]), "ok": ok}
+
+    def summarize(self, config, chunks):
+        rows, overfit, privacy = [], [], []
+        methods = list(config.options["methods"])
+        shown = shown_keys(config)
+        for setting, chunk in zip(config.settings, chunks):
+            keys = {k: getattr(setting, k) for k in shown}
+            model = build_model(setting, config.options["nodes"])
+            epochs = checkpoint_epochs(setting.epochs, config.options["checkpoints"])
+            sigma = setting_sigma(setting)
+            batches = n_batches(setting)
+            T = setting.epochs * batches
+            budget = resolve_budget(setting.budget, setting.n, sigma, model.g1, T)
+            ok = chunk["ok"]
+            train, test, paid = chunk["train"][ok], chunk["test"][ok], chunk["paid"][ok]
+            f_star = model.f_star()
+            for i, method in enumerate(methods):
+                for q, epoch in enumerate(epochs):
+                    tr, te = train[:, i, q], test[:, i, q]
+                    rows.append({**keys, "method": method, "epoch": int(epoch),
+                                 **_mean_se("train_loss", tr), **_mean_se("test_loss", te),
+                                 **_mean_se("gap", te - tr), "f_star": f_star,
+                                 "reps": int(ok.sum()), "n_failed": int((~ok).sum())})
+                final = test[:, i, -1]
+                row = {**keys, "method": method, **_mean_se("final_test", final),
+                       **_mean_se("min_test", test[:, i, :].min(axis=1)),
+                       **_mean_se("rise", final - test[:, i, :].min(axis=1)),
+                       **_mean_se("final_gap", final - train[:, i, -1])}
+                if "rmsprop" in methods:
+                    row.update(_mean_se("vs_rmsprop", final - test[:, methods.index("rmsprop"), -1]))
+                row.update({**_mean_se("queries", paid[:, i]), "f_star": f_star, "reps": int(ok.sum())})
+                overfit.append(row)
+                code = METHODS[method]
+                if code in (LAP, SPARSE):
+                    priv = (lap_privacy(model.g1, setting.n, sigma, T, batches, setting.delta) if code == LAP
+                            else sparse_privacy(model.g1, setting.n, sigma, budget, setting.delta))
+                    privacy.append({**keys, "method": method, "sigma": sigma, "T": T,
+                                    "budget": budget if code == SPARSE else 0, "G1": model.g1,
+                                    "delta": setting.delta, **priv, **_mean_se("queries", paid[:, i])})
+        return {"summary": rows, "overfit": overfit, "privacy": privacy}
+
+    def write_outputs(self, out, tables, meta):
+        from .figures import generalization_figure
+        from .tables import render_generalization
+
+        meta["privacy"] = tables.get("privacy", [])
+        (out / "table.md").write_text(render_generalization(tables, self.table_title(meta)))
+        return ["table.md"] + generalization_figure(out, tables, self.table_title(meta))
+
+    def render(self, tables, meta):
+        from .tables import render_generalization
+
+        return render_generalization(tables, self.table_title(meta))
+
+    def table_title(self, meta):
+        return title_of(meta, [k.name for k in self.keys if k.grid])
+
+
+def _mean_se(name: str, values) -> dict:
+    """``{name: mean, name_se: its standard error}`` (:func:`ldpsim.reporting.stats.mean_se`)."""
+    mean, se = mean_se(values)
+    return {name: mean, f"{name}_se": se}
+
+
+__all__ = ["GENERALIZATION_KEYS", "GeneralizationStudy", "checkpoint_epochs", "setting_sigma"]
