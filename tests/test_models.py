@@ -19,7 +19,7 @@ def _debiased_reports(bit, gen, flip_prob, scale, shift, draws):
     total = 0.0
     total2 = 0.0
     for _ in range(draws):
-        y = scale * randomized_response(bit, gen, flip_prob) - shift
+        y = scale * (1.0 if randomized_response(bit == 1.0, gen, flip_prob) else 0.0) - shift
         total += y
         total2 += y * y
     return total / draws, total2 / draws

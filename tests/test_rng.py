@@ -59,7 +59,7 @@ def _mixed(rng, n, out):
         draw_covariates(law, rng, x)
         out[i, 0] = x[1] + x[2] + x[3]
         out[i, 1] = laplace(rng, 2.0)
-        out[i, 2] = randomized_response(1.0, rng, 0.3)
+        out[i, 2] = 1.0 if randomized_response(True, rng, 0.3) else 0.0
         out[i, 3] = normal(rng)
 
 
@@ -73,7 +73,7 @@ def test_derived_laws_equal_their_numpy_twins():
     x = np.empty(4)
     for i in range(n):
         draw_covariates(TruncatedNormalBox(1.0), gen, x)
-        want[i] = x[1] + x[2] + x[3], laplace.py_func(gen, 2.0), randomized_response.py_func(1.0, gen, 0.3), \
+        want[i] = x[1] + x[2] + x[3], laplace.py_func(gen, 2.0), float(randomized_response.py_func(True, gen, 0.3)), \
             gen.standard_normal()
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(_words(kernel_gen), _words(gen))

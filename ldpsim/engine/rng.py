@@ -247,29 +247,122 @@ def _is_local(gen) -> bool:
     return isinstance(gen, types.BaseNamedTuple) and gen.instance_class is Sfc64Local
 
 
-def _inlined(body):
-    """An intrinsic that compiles ``body(p) -> float64`` (``p`` the state words) into the calling function.
+# --- the fast paths, emitted as LLVM IR where the draw is --------------------------
+# The layer test that settles 99% of the draws is emitted instruction by instruction
+# into the calling function, so no function boundary can keep LLVM from holding a
+# kernel's state words in registers (a compiled helper, which LLVM declines to inline
+# once a loop draws from it at several places, receives the state's address and pins it
+# in memory). The instructions are those of _sfc64_uniform, _sfc64_normal and
+# _sfc64_exponential above, which stay as their readable statement; tests compare
+# both with numpy's streams.
 
-    ``context.compile_internal`` puts ``body`` in the caller's LLVM module,
-    where LLVM inlines it. (Numba's own IR inliner, ``inline="always"``,
-    loses track of names that a branchy body reassigns once the body sits
-    inside the caller's loops, and warns.)
-    """
+_I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
+_F64 = ir.DoubleType()
+_REST_WORDS = (types.uint64,) * 4
+_NORMAL_REST = types.Tuple((types.float64,) + _REST_WORDS)(*_REST_WORDS, types.uint64, types.uint64, types.float64)
+_EXPONENTIAL_REST = types.Tuple((types.float64,) + _REST_WORDS)(*_REST_WORDS, types.uint64, types.float64)
+
+
+def _word(builder, p, k):
+    return builder.gep(p, [ir.Constant(_I32, k)])
+
+
+def _emit_next(builder, p):
+    """SFC64's step on the words at ``p`` (numpy's sfc64_next); returns the 64-bit output."""
+    a, b, c, counter = (builder.load(_word(builder, p, k)) for k in range(4))
+    tmp = builder.add(builder.add(a, b), counter)
+    builder.store(builder.add(counter, ir.Constant(_I64, 1)), _word(builder, p, 3))
+    builder.store(builder.xor(b, builder.lshr(b, ir.Constant(_I64, 11))), _word(builder, p, 0))
+    builder.store(builder.add(c, builder.shl(c, ir.Constant(_I64, 3))), _word(builder, p, 1))
+    rotl = builder.or_(builder.shl(c, ir.Constant(_I64, 24)), builder.lshr(c, ir.Constant(_I64, 40)))
+    builder.store(builder.add(rotl, tmp), _word(builder, p, 2))
+    return tmp
+
+
+def _table(builder, name, values, kind):
+    """A 256-entry constant table of the ziggurats as a global of the module (one per module)."""
+    module = builder.module
+    symbol = f"ldpsim_ziggurat_{name}"
+    table = module.globals.get(symbol)
+    if table is None:
+        array = ir.ArrayType(kind, len(values))
+        table = ir.GlobalVariable(module, array, symbol)
+        table.global_constant = True
+        table.linkage = "internal"
+        table.initializer = ir.Constant(array, [ir.Constant(kind, v) for v in
+                                                 (values.tolist() if kind is _F64 else [int(x) for x in values])])
+    return table
+
+
+def _entry(builder, table, idx):
+    return builder.load(builder.gep(table, [ir.Constant(_I32, 0), idx]))
+
+
+def _emit_rest(context, builder, p, rest, signature, extra):
+    """Call ``rest(s0, s1, s2, s3, *extra)`` on the words at ``p`` (by value), store the new words; the draw."""
+    words = [builder.load(_word(builder, p, k)) for k in range(4)]
+    cres = context.compile_subroutine(builder, rest.py_func, signature)
+    out = context.call_internal(builder, cres.fndesc, signature, words + list(extra))
+    for k in range(4):
+        builder.store(builder.extract_value(out, k + 1), _word(builder, p, k))
+    return builder.extract_value(out, 0)
+
+
+def _emit_with_rest(context, builder, p, accept, x, rest, signature, extra):
+    """``x`` if ``accept``, else the slow path's draw (a branch LLVM lays out as unlikely)."""
+    here = builder.block
+    with builder.if_then(builder.not_(accept), likely=False):
+        slow = _emit_rest(context, builder, p, rest, signature, extra)
+        slow_block = builder.block
+    result = builder.phi(_F64)
+    result.add_incoming(x, here)
+    result.add_incoming(slow, slow_block)
+    return result
+
+
+def _emit_uniform(context, builder, p):
+    r = _emit_next(builder, p)
+    return builder.fmul(builder.uitofp(builder.lshr(r, ir.Constant(_I64, 11)), _F64), ir.Constant(_F64, _TO_DOUBLE))
+
+
+def _emit_normal(context, builder, p):
+    r = _emit_next(builder, p)
+    idx = builder.and_(r, ir.Constant(_I64, 0xFF))
+    rabs = builder.and_(builder.lshr(r, ir.Constant(_I64, 9)), ir.Constant(_I64, int(_MASK52)))
+    magnitude = builder.fmul(builder.uitofp(rabs, _F64), _entry(builder, _table(builder, "wi", wi_double, _F64), idx))
+    negative = builder.trunc(builder.lshr(r, ir.Constant(_I64, 8)), ir.IntType(1))
+    x = builder.select(negative, builder.fneg(magnitude), magnitude)
+    accept = builder.icmp_unsigned("<", rabs, _entry(builder, _table(builder, "ki", ki_double, _I64), idx))
+    return _emit_with_rest(context, builder, p, accept, x, _normal_rest, _NORMAL_REST, [idx, rabs, x])
+
+
+def _emit_exponential(context, builder, p):
+    r = builder.lshr(_emit_next(builder, p), ir.Constant(_I64, 3))
+    idx = builder.and_(r, ir.Constant(_I64, 0xFF))
+    ri = builder.lshr(r, ir.Constant(_I64, 8))
+    x = builder.fmul(builder.uitofp(ri, _F64), _entry(builder, _table(builder, "we", we_double, _F64), idx))
+    accept = builder.icmp_unsigned("<", ri, _entry(builder, _table(builder, "ke", ke_double, _I64), idx))
+    return _emit_with_rest(context, builder, p, accept, x, _exponential_rest, _EXPONENTIAL_REST, [idx, x])
+
+
+def _inlined(emit):
+    """An intrinsic ``draw(p) -> float64`` (``p`` the state words) whose code ``emit`` writes in place."""
     @intrinsic
     def draw(typingctx, p):
         sig = types.float64(p)
 
         def codegen(context, builder, signature, args):
-            return context.compile_internal(builder, body, signature, args)
+            return emit(context, builder, args[0])
 
         return sig, codegen
 
     return draw
 
 
-_uniform_intrinsic = _inlined(_sfc64_uniform)
-_normal_intrinsic = _inlined(_sfc64_normal)
-_exponential_intrinsic = _inlined(_sfc64_exponential)
+_uniform_intrinsic = _inlined(_emit_uniform)
+_normal_intrinsic = _inlined(_emit_normal)
+_exponential_intrinsic = _inlined(_emit_exponential)
 
 
 def _draws(func, method, intrinsic_draw):

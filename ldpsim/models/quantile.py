@@ -19,31 +19,43 @@ from ..privacy.mechanisms import RandomizedResponse, randomized_response
 from .base import Model, register_scalar
 
 
+# The gradient takes two values. The kernel's step theta -> theta - eta g waits on
+# the comparison X <= theta; selecting g between two values computed before the
+# run, rather than computing it from the report, shortens that chain of
+# dependent operations from eight to five (the kernel's cost per step is its
+# length). high and low are scale * 1.0 - offset and scale * 0.0 - offset, as
+# the arithmetic on a 0.0 / 1.0 report gives them, so the numbers are unchanged.
+
+
 class QuantileRR(NamedTuple):
     """Constants of the privatized quantile gradient, as the kernel needs them."""
 
     flip_prob: float  # 1 - p
     scale: float  # 1 / (2p - 1)
     offset: float  # tau + (1 - p) / (2p - 1)
+    high: float  # the gradient when the report is 1: scale - offset
+    low: float  # when it is 0: -offset
 
 
 class QuantilePlain(NamedTuple):
     """Constants of the non-private quantile gradient (epsilon = inf)."""
 
     tau: float
+    high: float  # 1 - tau
+    low: float  # -tau
 
 
 @register_scalar(QuantileRR)
 def quantile_rr_gradient(params, theta, gen):
     """Draw ``X ~ N(0, 1)`` and return the debiased randomized-response gradient."""
-    bit = 1.0 if normal(gen) <= theta else 0.0
-    return params.scale * randomized_response(bit, gen, params.flip_prob) - params.offset
+    report = randomized_response(normal(gen) <= theta, gen, params.flip_prob)
+    return params.high if report else params.low
 
 
 @register_scalar(QuantilePlain)
 def quantile_plain_gradient(params, theta, gen):
     """Draw ``X ~ N(0, 1)`` and return ``-tau + 1{X <= theta}``."""
-    return (1.0 if normal(gen) <= theta else 0.0) - params.tau
+    return params.high if normal(gen) <= theta else params.low
 
 
 class QuantileModel(Model):
@@ -70,9 +82,10 @@ class QuantileModel(Model):
 
     def kernel_params(self):
         if self.mechanism is None:
-            return QuantilePlain(self.tau)
+            return QuantilePlain(self.tau, 1.0 - self.tau, 0.0 - self.tau)
         rr = self.mechanism
-        return QuantileRR(rr.flip_prob, rr.scale, self.tau + rr.shift)
+        offset = self.tau + rr.shift
+        return QuantileRR(rr.flip_prob, rr.scale, offset, rr.scale * 1.0 - offset, rr.scale * 0.0 - offset)
 
     def theta_star(self) -> np.ndarray:
         return np.array([stats.norm.ppf(self.tau)])
