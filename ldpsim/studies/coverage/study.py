@@ -24,7 +24,7 @@ from ...engine.rng import as_generator
 from ...inference import intervals
 from ...inference.intervals import DEFAULT_METHODS, METHODS, MULTIPLIERS, uses_blocks
 from ...inference.streaming import StreamLayout
-from ...models import build_model
+from ...models import MODELS, build_model
 from ...recursion import run_path
 from ...recursion.keys import (GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seed_key, path_values,
                                validate_path)
@@ -75,6 +75,9 @@ class CoverageStudy(Study):
 
     def validate(self, s, options):
         validate_path(s)
+        note = MODELS[s.model].coverage_note
+        if note:
+            raise ConfigError(f"model = {s.model!r} runs in the trajectory study only: it {note}")
         methods = options["methods"]
         if "SN" in methods:
             check_range("level", s.level, 0.05 <= s.level <= 0.9999, "[0.05, 0.9999] (SN critical values)")
