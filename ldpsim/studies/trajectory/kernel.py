@@ -152,4 +152,22 @@ def trajectory_twin(model, gen: np.random.Generator, n: int, c: float, gamma: fl
     return last, average, n
 
 
-__all__ = ["run_trajectory", "trajectory_twin"]
+def squared_norms(deviations: np.ndarray) -> np.ndarray:
+    """``||deviation||^2`` per replication and checkpoint from ``(R, C, d)`` deviations."""
+    return np.einsum("rcd,rcd->rc", deviations, deviations)
+
+
+def replication(model, gen: np.random.Generator, setting, checkpoints: np.ndarray, twin: bool = False) -> dict:
+    """One replication of the trajectory study: ``last``, ``average`` (``(C, d)`` deviations) and ``ok``.
+
+    By the kernel or, with ``twin``, its Python twin. ``ok`` is False for a
+    path that diverged (the driver counts it).
+    """
+    path = trajectory_twin if twin else run_trajectory
+    s = setting
+    last, average, steps = path(model, gen, s.n, s.c, s.gamma, s.theta0, checkpoints, s.batch_size)
+    ok = steps == s.n and bool(np.isfinite(squared_norms(np.stack([last, average]))).all())
+    return {"last": last, "average": average, "ok": ok}
+
+
+__all__ = ["replication", "run_trajectory", "squared_norms", "trajectory_twin"]

@@ -36,7 +36,7 @@ from ...recursion.keys import GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warni
     validate_path
 from ...reporting.stats import mean_se
 from ..base import Study, title_of
-from .kernel import run_trajectory, trajectory_twin
+from .kernel import replication, run_trajectory, squared_norms
 from .summary import rate_row, trajectory_rows
 from .theory import THEORIES, linearized_curves, mean_field, theory_slope
 
@@ -62,11 +62,6 @@ TRAJECTORY_KEYS = (
     Key("figure_per", "choice", None, grid=False, nullable=True, choices=_LAYOUT_KEYS,
         help="figures: one file per value of this key"),
 )
-
-
-def squared_norms(deviations: np.ndarray) -> np.ndarray:
-    """``||deviation||^2`` per replication and checkpoint from ``(R, C, d)`` deviations."""
-    return np.einsum("rcd,rcd->rc", deviations, deviations)
 
 
 def metric_samples(model, deviations: np.ndarray, metric: str) -> np.ndarray:
@@ -116,9 +111,9 @@ class TrajectoryStudy(Study):
     keys = PATH_KEYS + (N_KEY,) + TRAJECTORY_KEYS
     tables = ("summary", "rates", "bias", "guarantees")
     warning_kinds = GAMMA_WARNING_KINDS
+    # what a chunk holds: kernel.py's replication (the summaries of study.py are recomputed on --resume)
     compute_sources = ("engine/dispatch.py", "engine/rng.py", "privacy", "models", "inference/streaming.py",
-                       "recursion", "studies/base.py", "studies/trajectory/kernel.py",
-                       "studies/trajectory/study.py")
+                       "recursion", "studies/base.py", "studies/trajectory/kernel.py")
 
     def make_setting(self, values):
         return super().make_setting(path_values(values))
@@ -162,10 +157,7 @@ class TrajectoryStudy(Study):
 
     def replicate(self, job, gen):
         s, model, checkpoints, twin = job
-        path = trajectory_twin if twin else run_trajectory
-        last, average, steps = path(model, gen, s.n, s.c, s.gamma, s.theta0, checkpoints, s.batch_size)
-        ok = steps == s.n and bool(np.isfinite(squared_norms(np.stack([last, average]))).all())
-        return {"last": last, "average": average, "ok": ok}  # deviations from theta*, (C, d) each
+        return replication(model, gen, s, checkpoints, twin)
 
     def summarize(self, config, chunks):
         rows, rates, bias, guarantees = [], [], [], []
