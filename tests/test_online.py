@@ -430,3 +430,35 @@ def test_design_quadrature_converges():
         f = lambda t1, t2: np.cos(t1) * np.exp(0.3 * t2)  # noqa: E731
         assert coarse.expect_plane(f) == pytest.approx(fine.expect_plane(f), rel=1e-10)
         assert coarse.radial == pytest.approx(fine.radial, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_clipping_bias_is_the_computed_limit_and_mallows_is_unbiased():
+    # 004, Figure 1, non-private (the noise would only add spread): the last iterate at n = 1e5,
+    # gamma = 1/2, 150 replications. Clipping at sqrt(2) converges to its computed limit, Mallows
+    # weights to beta; each coordinate within 4 SEs of limit + the noise-free path's remaining
+    # transient (bias.csv's z), and the clipping bias is more than 20 SEs from 0.
+    result = ldpsim.run({"study": "trajectory", "model": ["logistic_mallows", "logistic_clip"], "clip": math.sqrt(2),
+                         "dim": 3, "mu": math.inf, "c": 0.2, "gamma": 0.5, "n": 100_000, "reps": 150, "seed": 7,
+                         "checkpoints": 10}, n_jobs=2, progress=False)
+    for row in result.tables["bias"]:
+        assert abs(row["z"]) < 4, row
+        if row["model"] == "logistic_clip" and row["estimator"] == "last":
+            assert row["bias"] > 20 * row["bias_se"]
+
+
+@pytest.mark.slow
+def test_per_user_budgets_lie_between_the_constant_ones():
+    # 004, Figure 2: mu_i ~ U(1, 2) between mu = 1 and mu = 2 at every checkpoint past the first decade
+    # (mean squared distances, 2 combined SEs of slack)
+    result = ldpsim.run({"study": "trajectory", "model": "huber_mallows", "dim": 2, "mu": [1, 2],
+                         "budget": [None, {"uniform": [1, 2]}], "c": 0.5, "gamma": 0.6, "n": 50_000, "reps": 200,
+                         "seed": 3, "checkpoints": 20}, n_jobs=2, progress=False)
+    rows = result.rows
+    for estimator in ("last", "average"):
+        for k in sorted({r["k"] for r in rows if r["k"] >= 100}):
+            at = {(r["mu"], r["budget"]): r for r in rows
+                  if r["k"] == k and r["estimator"] == estimator and r["metric"] == "parameter"}
+            lo, mid, hi = at[(2.0, None)], at[(None, "uniform(1, 2)")], at[(1.0, None)]
+            assert mid["distance"] > lo["distance"] - 2 * math.hypot(mid["distance_se"], lo["distance_se"])
+            assert mid["distance"] < hi["distance"] + 2 * math.hypot(mid["distance_se"], hi["distance_se"])

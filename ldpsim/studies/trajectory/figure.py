@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -129,7 +130,7 @@ def _draw_settings(Figure, path, rows, rates, keys, metric, title):
     for ax in axes[count:]:
         ax.set_visible(False)
     if title:
-        fig.suptitle(title + " (bands: +-2 SE)", fontsize=9)
+        fig.suptitle(textwrap.fill(title + " (bands: +-2 SE)", 40 * cols + 20), fontsize=9)
     fig.savefig(path, dpi=120)
 
 
@@ -163,7 +164,7 @@ def _draw_grid(Figure, path, rows, keys, panels, metric, title, curve_keys):
             if row == 0 and col == 0:
                 ax.legend(fontsize=6)
     if title:
-        fig.suptitle(title + " (bands: +-2 SE)", fontsize=9)
+        fig.suptitle(textwrap.fill(title + " (bands: +-2 SE)", 32 * len(values) + 20), fontsize=9)
     fig.savefig(path, dpi=120)
 
 
