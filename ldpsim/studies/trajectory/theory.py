@@ -236,7 +236,14 @@ def mean_field(model, setting, checkpoints) -> dict | None:
     theta0 = np.full(model.dim, float(setting.theta0))
     constrain(params, theta0)
     n = int(setting.n)
-    tau = np.cumsum(setting.c * np.arange(1, n + 1, dtype=float) ** -setting.gamma)  # a batch's step is eta x mean
+    slab = 65536
+
+    def taus(lo, hi, offset):  # tau_(lo+1) .. tau_hi, from tau_lo = offset (a batch's step is eta x mean)
+        return offset + np.cumsum(setting.c * np.arange(lo + 1, hi + 1, dtype=float) ** -setting.gamma)
+
+    tau_n = 0.0
+    for lo in range(0, n, slab):
+        tau_n = taus(lo, min(lo + slab, n), tau_n)[-1]
 
     def rhs(_, theta):
         theta = theta.copy()
@@ -244,7 +251,7 @@ def mean_field(model, setting, checkpoints) -> dict | None:
         return -np.asarray(gradient(theta))
 
     try:
-        sol = solve_ivp(rhs, (0.0, float(tau[-1])), theta0, method="RK45", rtol=1e-9, atol=1e-12, dense_output=True)
+        sol = solve_ivp(rhs, (0.0, float(tau_n)), theta0, method="RK45", rtol=1e-9, atol=1e-12, dense_output=True)
     except NotImplementedError:
         return None
     if not sol.success:
@@ -254,14 +261,21 @@ def mean_field(model, setting, checkpoints) -> dict | None:
     last = np.empty((ck.shape[0], model.dim))
     average = np.empty_like(last)
     total = np.zeros(model.dim)
-    start = 0
-    for q, k in enumerate(ck):
-        for lo in range(start, k, 65536):  # the running sum, a slab of steps at a time
-            hi = min(lo + 65536, k)
-            total += sol.sol(tau[lo:hi]).sum(axis=1)
-        start = k
-        last[q] = sol.sol(tau[k - 1]) - star
-        average[q] = total / k - star
+    q, offset = 0, 0.0
+    for lo in range(0, n, slab):  # the running sum of the path at tau_1 .. tau_n, a slab of steps at a time
+        hi = min(lo + slab, n)
+        tau = taus(lo, hi, offset)
+        offset = tau[-1]
+        start = lo
+        while q < ck.shape[0] and ck[q] <= hi:
+            k = int(ck[q])
+            values = sol.sol(tau[start - lo:k - lo])
+            total += values.sum(axis=1)
+            start = k
+            last[q] = values[:, -1] - star if values.shape[1] else sol.sol(tau[k - 1 - lo]) - star
+            average[q] = total / k - star
+            q += 1
+        total += sol.sol(tau[start - lo:]).sum(axis=1) if start < hi else 0.0
     return {"last": last, "average": average}
 
 
