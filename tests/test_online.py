@@ -171,6 +171,9 @@ def test_huber_sensitivity_against_a_brute_force_maximum():
     grid = np.r_[np.linspace(1.0, 50.0, 100_001), 2.0]
     assert (np.sqrt(grid) * mallows_weight(grid)).max() == pytest.approx(math.sqrt(2), rel=1e-9)
     assert MODELS["logistic_mallows"](dim=4, mu=1.0).sensitivity() == 2 * math.sqrt(2)
+    # clipping: every gradient in the ball of radius clip, two opposite ones 2 clip apart
+    for name in ("logistic_clip", "huber_clip"):
+        assert MODELS[name](dim=4, mu=1.0, clip=1.2).sensitivity() == 2.4
 
 
 class _Scripted:
@@ -433,6 +436,7 @@ def test_design_quadrature_converges():
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::ldpsim.engine.errors.ConfigWarning")  # gamma = 1/2, as 004
 def test_clipping_bias_is_the_computed_limit_and_mallows_is_unbiased():
     # 004, Figure 1, non-private (the noise would only add spread): the last iterate at n = 1e5,
     # gamma = 1/2, 150 replications. Clipping at sqrt(2) converges to its computed limit, Mallows
