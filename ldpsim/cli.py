@@ -101,8 +101,18 @@ def _fit(args) -> int:
     return 0
 
 
+#: Flags of ``run`` and ``trace`` that are not config keys: ``--set n_jobs=2`` is refused with the flag to use.
+_RUN_FLAGS = {"n_jobs": "--n-jobs", "backend": "--backend", "scheduler": "--scheduler", "out": "--out",
+              "resume": "--resume", "force": "--force", "quiet": "--quiet", "progress": "--quiet",
+              "name": "--out", "command": None, "overrides_from": None, "log": None, "source": "the config file"}
+
+
 def _overrides(args) -> dict:
     overrides = _assignments(args.set)
+    for key in overrides:
+        if key in _RUN_FLAGS:
+            flag = _RUN_FLAGS[key]
+            raise ConfigError(f"--set {key}=...: {key} is not a config key" + (f"; run takes it as {flag}" if flag else ""))
     flags = {"reps": getattr(args, "reps", None), "seed": getattr(args, "seed", None), "n": args.n}
     for key, value in flags.items():
         if value is None:

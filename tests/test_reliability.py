@@ -637,6 +637,8 @@ def test_sigkill_between_write_and_rename_then_resume_is_byte_identical(tmp_path
     (["--set", "methods={BB: 1}"], "methods = {'BB': 1} is a mapping; give a list of: BB"),
     (["--n-jobs", "100000"], "n_jobs = 100000 is more than 8 workers per core"),
     (["--set", "study="], "study = null is not one of: coverage, trajectory"),
+    (["--set", "n_jobs=1"], "--set n_jobs=...: n_jobs is not a config key; run takes it as --n-jobs"),
+    (["--set", "out=elsewhere"], "--set out=...: out is not a config key; run takes it as --out"),
 ])
 def test_hunted_inputs_are_refused_in_one_line(earlier, capsys, monkeypatch, args, fragment):
     out, config, before = earlier

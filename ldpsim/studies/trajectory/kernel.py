@@ -26,15 +26,17 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine.jit import jit
-from ...engine.rng import kernel_rng
+from ...engine.rng import kernel_rng, local_rng, release_rng
 from ...models import add_privatized_gradient, constrain
 from ...recursion.kernels import step_ratio_coefficients, step_size
 from ...recursion.twins import step_sizes_twin
 
 
 @jit
-def _trajectory_path(params, gen, n, batch_size, c, gamma, theta, theta_star, grad, dev, checkpoints, last, average):
+def _trajectory_path(params, stream, n, batch_size, c, gamma, theta, theta_star, grad, dev, checkpoints, last,
+                     average):
     # theta starts at theta0; grad and dev are zeroed (d,) work arrays of the wrapper.
+    gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
     d = theta.shape[0]
     n_ck = checkpoints.shape[0]
     q = 0
@@ -61,6 +63,7 @@ def _trajectory_path(params, gen, n, batch_size, c, gamma, theta, theta_star, gr
             for j in range(d):
                 finite = finite and np.isfinite(dev[j] * dev[j])  # its square is what gets averaged
             if not finite:  # diverged: stop, the driver counts it
+                release_rng(stream, gen)
                 return i
         if i == next_ck:
             inv_i = 1.0 / i
@@ -69,6 +72,7 @@ def _trajectory_path(params, gen, n, batch_size, c, gamma, theta, theta_star, gr
                 average[q, j] = dev[j] * inv_i
             q += 1
             next_ck = checkpoints[q] if q < n_ck else n + 1
+    release_rng(stream, gen)
     return n
 
 
