@@ -172,14 +172,18 @@ def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_
     a = 0.0
     t = 0.0
     next_block = n + 1
+    n_acc = 0
     if blocks is not None:
         next_block = _open_blocks(blocks, n)
+        n_acc = blocks.acc.shape[0]
+    acc0 = 0.0  # the first stream's open block sum lives in a register, the others in blocks.acc
     k = 0
     batch = 0.0
     batch_end = n + 1
     if batches is not None:
         batch_end = batch_ends[0]
     pow2 = 1
+    event = 1  # the next step that closes a block or a batch or is a power of two: one test a step
     ratio = step_ratio_coefficients(gamma)
     eta = c
     for i in range(1, n + 1):
@@ -191,24 +195,30 @@ def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_
         theta -= (eta * (1.0 / reps)) * g
         s, a, t = sn_add(s, a, t, theta, ref, fi)
         if blocks is not None:
-            acc = blocks.acc
-            for r in range(acc.shape[0]):
-                acc[r] += theta
-            if i == next_block:
-                next_block = _close_blocks(blocks, i, n)
+            acc0 += theta
+            for r in range(1, n_acc):
+                blocks.acc[r] += theta
         if batches is not None:
             batch += theta
-            if i == batch_end:
-                batches[k] = batch
-                batch = 0.0
-                k += 1
-                batch_end = batch_ends[k] if k < batch_ends.shape[0] else n + 1
-        if i == pow2:
-            s, a, t, ref = sn_recentre(s, a, t, ref, fi)
-            pow2 *= 2
-            if not np.isfinite(a):  # diverged: stop, the driver counts it
-                release_rng(stream, gen)
-                return i, np.nan, np.nan
+        if i == event:
+            if blocks is not None:
+                if i == next_block:
+                    blocks.acc[0] = acc0
+                    next_block = _close_blocks(blocks, i, n)
+                    acc0 = blocks.acc[0]
+            if batches is not None:
+                if i == batch_end:
+                    batches[k] = batch
+                    batch = 0.0
+                    k += 1
+                    batch_end = batch_ends[k] if k < batch_ends.shape[0] else n + 1
+            if i == pow2:
+                s, a, t, ref = sn_recentre(s, a, t, ref, fi)
+                pow2 *= 2
+                if not np.isfinite(a):  # diverged: stop, the driver counts it
+                    release_rng(stream, gen)
+                    return i, np.nan, np.nan
+            event = min(next_block, batch_end, pow2)
     release_rng(stream, gen)
     theta_bar, v = sn_read(s, a, t, ref, float(n))
     return n, theta_bar, v
