@@ -9,7 +9,9 @@ import pytest
 
 from ldpsim.engine.rng import as_generator
 from ldpsim.models import QuantileModel
-from ldpsim.recursion.kernels import EXACT_STEPS_BELOW, run_path
+from ldpsim.engine.jit import jit
+from ldpsim.recursion.kernels import (EXACT_STEPS_BELOW, FIRST_FILL, RATIO_CHUNK, buffered_step_size, fill_step_ratios,
+                                     run_path, step_ratio_coefficients)
 from ldpsim.inference.streaming import StreamLayout, batch_ends, floor_power
 from ldpsim.recursion.twins import path_twin, state_from_definitions, step_sizes_twin
 
@@ -66,6 +68,30 @@ def test_step_sizes_close_to_exact_power(gamma):
     eta = step_sizes_twin(n, 1.7, gamma)
     exact = 1.7 * np.arange(1, n + 1, dtype=float) ** -gamma
     assert np.max(np.abs(eta / exact - 1.0)) < 1e-12
+
+
+@jit
+def _buffered_step_sizes(n, c, gamma):
+    # the path kernels' bookkeeping alone: ratios from the buffer refilled every RATIO_CHUNK steps
+    out = np.empty(n)
+    ratio = step_ratio_coefficients(gamma)
+    ratios = np.empty(RATIO_CHUNK)
+    eta, pow2, next_fill = c, 1, FIRST_FILL
+    for i in range(1, n + 1):
+        eta = buffered_step_size(i, pow2, eta, c, gamma, ratios)
+        out[i - 1] = eta
+        if i == pow2:
+            pow2 *= 2
+        if i == next_fill:
+            next_fill = fill_step_ratios(i, ratio, ratios)
+    return out
+
+
+@pytest.mark.parametrize("gamma", [0.51, 2 / 3, 1.0])
+def test_buffered_step_sizes_are_the_step_sizes_to_the_bit(gamma):
+    # many buffer refills and powers of two (which recompute eta exactly) on the way
+    n = 40_000
+    np.testing.assert_array_equal(_buffered_step_sizes(n, 0.7, gamma), step_sizes_twin(n, 0.7, gamma))
 
 
 def test_memory_state_is_small():

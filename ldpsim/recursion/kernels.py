@@ -53,6 +53,33 @@ def step_size(i, pow2, eta, c, gamma, ratio):
     return eta * step_ratio(float(i), ratio)
 
 
+# The path kernels take the ratios RATIO_CHUNK steps at a time from a buffer
+# that a SIMD loop fills (the division and the series cost more one by one):
+# the same numbers as step_size, which the trace and the twins use.
+
+#: Step ratios are computed this many at a time; a power of two (steps index the buffer by ``i & (RATIO_CHUNK - 1)``).
+RATIO_CHUNK = 256
+#: The step at whose end the first buffer is filled (it serves steps ``EXACT_STEPS_BELOW`` on).
+FIRST_FILL = EXACT_STEPS_BELOW - 1
+
+
+@jit(inline=True)
+def fill_step_ratios(last, ratio, out):
+    """After step ``last``: ``out[q] = step_ratio(last + 1 + q)``, the ratios of the next ``RATIO_CHUNK`` steps."""
+    f0 = float(last + 1)
+    for q in range(out.shape[0]):
+        out[q] = step_ratio(f0 + float(q), ratio)  # f0 + q is float(last + 1 + q) exactly below 2^53
+    return last + RATIO_CHUNK
+
+
+@jit(inline=True)
+def buffered_step_size(i, pow2, eta, c, gamma, ratios):
+    """:func:`step_size` with the ratio from the buffer of :func:`fill_step_ratios`."""
+    if i < EXACT_STEPS_BELOW or i == pow2:
+        return c * float(i) ** -gamma
+    return eta * ratios[i & (RATIO_CHUNK - 1)]
+
+
 @jit
 def sum_of_squares(i):
     """``1^2 + ... + i^2`` as a float (exact in integers would overflow int64)."""
@@ -103,7 +130,10 @@ def sn_read(s, a, t, ref, fk):
 # compiles a separate loop for ``batch_size=None`` (one observation a step, no
 # inner loop), ``blocks=None`` (no block bootstrap) and ``batches=None`` (no
 # batch means), and drops the code that serves them. The random-scaling sums
-# always run: they also give theta_bar and detect a diverging path.
+# always run: they also give theta_bar and detect a diverging path. A step
+# does only what every step does; whatever happens at some steps (a block or
+# a batch ends, a power of two, a refill of the step ratios) waits behind one
+# test, ``i == event``, the nearest of those steps.
 
 
 class BlockStreams(NamedTuple):
@@ -183,12 +213,14 @@ def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_
     if batches is not None:
         batch_end = batch_ends[0]
     pow2 = 1
-    event = 1  # the next step that closes a block or a batch or is a power of two: one test a step
     ratio = step_ratio_coefficients(gamma)
+    ratios = np.empty(RATIO_CHUNK)
+    next_fill = FIRST_FILL
+    event = 1  # the next step that closes a block or a batch, is a power of two or refills ratios
     eta = c
     for i in range(1, n + 1):
         fi = float(i)
-        eta = step_size(i, pow2, eta, c, gamma, ratio)
+        eta = buffered_step_size(i, pow2, eta, c, gamma, ratios)
         g = -0.0  # the identity of +: -0.0 + x is x, so LLVM drops the add when reps is 1
         for _ in range(reps):
             g += privatized_gradient(params, theta, gen)
@@ -218,7 +250,9 @@ def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_
                 if not np.isfinite(a):  # diverged: stop, the driver counts it
                     release_rng(stream, gen)
                     return i, np.nan, np.nan
-            event = min(next_block, batch_end, pow2)
+            if i == next_fill:
+                next_fill = fill_step_ratios(i, ratio, ratios)
+            event = min(next_block, batch_end, pow2, next_fill)
     release_rng(stream, gen)
     theta_bar, v = sn_read(s, a, t, ref, float(n))
     return n, theta_bar, v
@@ -245,12 +279,15 @@ def _vector_path(params, stream, n, batch_size, c, gamma, theta, grad, ref, s, a
         batch_end = batch_ends[0]
     pow2 = 1
     ratio = step_ratio_coefficients(gamma)
+    ratios = np.empty(RATIO_CHUNK)
+    next_fill = FIRST_FILL
+    event = 1  # the next step that closes a block or a batch, is a power of two or refills ratios
     eta = c
     for q in range(d):
         grad[q] = 0.0
     for i in range(1, n + 1):
         fi = float(i)
-        eta = step_size(i, pow2, eta, c, gamma, ratio)
+        eta = buffered_step_size(i, pow2, eta, c, gamma, ratios)
         w = eta * (1.0 / reps)
         for _ in range(reps):
             add_privatized_gradient(params, theta, gen, grad)
@@ -264,25 +301,31 @@ def _vector_path(params, stream, n, batch_size, c, gamma, theta, grad, ref, s, a
             for r in range(acc.shape[0]):
                 for q in range(d):
                     acc[r, q] += theta[q]
-            if i == next_block:
-                next_block = _close_blocks(blocks, i, n)
         if batches is not None:
             for q in range(d):
                 batch[q] += theta[q]
-            if i == batch_end:
-                batches[k] = batch
-                batch[:] = 0.0
-                k += 1
-                batch_end = batch_ends[k] if k < batch_ends.shape[0] else n + 1
-        if i == pow2:
-            finite = True
-            for q in range(d):
-                s[q], a[q], t[q], ref[q] = sn_recentre(s[q], a[q], t[q], ref[q], fi)
-                finite = finite and np.isfinite(a[q])
-            pow2 *= 2
-            if not finite:  # diverged: stop, the driver counts it
-                release_rng(stream, gen)
-                return i
+        if i == event:
+            if blocks is not None:
+                if i == next_block:
+                    next_block = _close_blocks(blocks, i, n)
+            if batches is not None:
+                if i == batch_end:
+                    batches[k] = batch
+                    batch[:] = 0.0
+                    k += 1
+                    batch_end = batch_ends[k] if k < batch_ends.shape[0] else n + 1
+            if i == pow2:
+                finite = True
+                for q in range(d):
+                    s[q], a[q], t[q], ref[q] = sn_recentre(s[q], a[q], t[q], ref[q], fi)
+                    finite = finite and np.isfinite(a[q])
+                pow2 *= 2
+                if not finite:  # diverged: stop, the driver counts it
+                    release_rng(stream, gen)
+                    return i
+            if i == next_fill:
+                next_fill = fill_step_ratios(i, ratio, ratios)
+            event = min(next_block, batch_end, pow2, next_fill)
     release_rng(stream, gen)
     for q in range(d):
         theta[q], s[q] = sn_read(s[q], a[q], t[q], ref[q], float(n))
