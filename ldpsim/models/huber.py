@@ -48,7 +48,7 @@ from ..privacy.mechanisms import add_noise
 from .base import add_privatized_gradient, constrain
 from .covariates import add_scaled, predictors
 from .design import MALLOWS_NORM_SUP, chi2_expect, gauss_legendre
-from .online import OnlineModel, numerical_jacobian
+from .online import Clipped, OnlineModel, numerical_jacobian
 
 #: Huber's tuning constant (004, Section 5.1).
 HUBER_C = 1.345
@@ -267,25 +267,13 @@ class HuberModel(OnlineModel):
         return s + self.noise_covariance()
 
 
-class HuberClipModel(HuberModel):
+class HuberClipModel(Clipped, HuberModel):
     """Huber regression with joint scale, the unweighted gradient clipped to l2 norm ``clip`` (004, Figure 1's alternative)."""
 
     name = "huber_clip"
-    keys = OnlineModel.keys + ("clip",)
-    clipped = True
-
-    def sensitivity(self) -> float:
-        """``2 clip``: clipped gradients lie in the ball of radius ``clip``."""
-        return 2.0 * self.clip
-
-    def hessian(self) -> np.ndarray:
-        raise NotImplementedError("huber_clip: G of the clipped recursion is not computed")
 
     def mean_bounded_gradient(self, theta) -> np.ndarray:
         raise NotImplementedError("huber_clip: the mean clipped gradient is computed at b = beta only (limit)")
-
-    def gradient_covariance(self) -> np.ndarray:
-        raise NotImplementedError("huber_clip: S of the clipped recursion is not computed")
 
     @functools.cached_property
     def _limit(self) -> np.ndarray:

@@ -35,7 +35,7 @@ from ..privacy.mechanisms import add_noise
 from .base import add_privatized_gradient
 from .covariates import add_scaled, predictors
 from .design import MALLOWS_NORM_SUP, chi2_expect, gauss_legendre, orthonormal_pair
-from .online import OnlineModel, solve_root
+from .online import Clipped, OnlineModel, solve_root
 
 
 class LogisticOnlineParams(NamedTuple):
@@ -178,23 +178,11 @@ class LogisticMallowsModel(OnlineModel):
         return sgd + self.noise_covariance()
 
 
-class LogisticClipModel(LogisticMallowsModel):
+class LogisticClipModel(Clipped, LogisticMallowsModel):
     """Logistic regression with the unweighted gradient clipped to l2 norm ``clip`` (004, Figure 1)."""
 
     name = "logistic_clip"
     coverage_note = "has no oracle covariance (G and S of the clipped recursion are not computed)"
-    keys = OnlineModel.keys + ("clip",)
-    clipped = True
-
-    def sensitivity(self) -> float:
-        """``2 clip``."""
-        return 2.0 * self.clip
-
-    def hessian(self) -> np.ndarray:
-        raise NotImplementedError("logistic_clip: G of the clipped recursion is not computed")
-
-    def gradient_covariance(self) -> np.ndarray:
-        raise NotImplementedError("logistic_clip: S of the clipped recursion is not computed")
 
     def _symmetric_clipped_gradient(self, a0: float, a1: float) -> np.ndarray:
         """Mean clipped gradient at ``theta = (a0, a1 u1)``, ``u1 = beta_z / |beta_z|``: ``(g_0, g_z . u1)``.

@@ -215,3 +215,23 @@ class OnlineModel(Model):
 
 
 __all__ = ["OnlineModel", "numerical_jacobian", "solve_root"]
+
+
+class Clipped:
+    """What the ``*_clip`` models share: the unweighted gradient clipped to l2 norm ``clip`` (004, Figure 1).
+
+    Listed before the model it clips: ``class HuberClipModel(Clipped, HuberModel)``.
+    """
+
+    keys = OnlineModel.keys + ("clip",)
+    clipped = True
+
+    def sensitivity(self) -> float:
+        """``2 clip``: clipped gradients lie in the ball of radius ``clip``."""
+        return 2.0 * self.clip
+
+    def hessian(self) -> np.ndarray:
+        raise NotImplementedError(f"{self.name}: G of the clipped recursion is not computed")
+
+    def gradient_covariance(self) -> np.ndarray:
+        raise NotImplementedError(f"{self.name}: S of the clipped recursion is not computed")
