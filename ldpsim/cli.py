@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .engine.backends import BACKENDS
 from .engine.errors import ConfigError, ConfigWarning, MissingExtra
-from .engine.outdir import write_text
+from .engine.outdir import read_meta, write_text
 
 PROG = "ldpsim"
 
@@ -163,11 +163,16 @@ def _table(args) -> int:
 def _compare(args) -> int:
     from .api import load_config, open_result
     from .reporting.reference import DEFAULT_TABLES, compare, mismatch, paper_tables, render_comparison, setting_text
+    from .studies import STUDIES
 
-    result = open_result(args.dir)
-    if result.study.name != "coverage":
-        raise ConfigError(f"dir = {args.dir!r} holds a {result.study.name} run: compare scores the coverage "
+    # the study first: another study's tables need not parse as this one's
+    meta = read_meta(Path(args.dir) / "meta.json")[0] or {}
+    config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
+    study = config.get("study", meta.get("study", "coverage"))
+    if study != "coverage" and study in STUDIES:
+        raise ConfigError(f"dir = {args.dir!r} holds a {study} run: compare scores the coverage "
                           "study's intervals against the paper's tables")
+    result = open_result(args.dir)
     recorded = result.meta.get("config", {})
     try:  # the run's config as this ldpsim resolves it (keys added since it ran get their values)
         with warnings.catch_warnings():

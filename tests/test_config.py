@@ -149,7 +149,8 @@ def test_every_key_can_be_set():
               "gamma": 0.6, "theta0": 0.1, "beta": 0.8, "B": 50, "level": 0.8, "multiplier": "mammen",
               "methods": "[BB, SN]", "batch_size": 2}
     linear = {"model": "linear", "mechanism": "gaussian", "delta": 1e-6, "covariates": "uniform", "clip": 2}
-    assert set(values) | set(linear) == set(ALL_KEYS)
+    online = {"model": "huber_mallows", "mechanism": "gdp", "dim": 3, "mu": 2, "budget": "{uniform: [1, 3]}"}
+    assert set(values) | set(linear) | set(online) == set(ALL_KEYS)
     mapping = dict(parse_assignment(f"{k}={v}") for k, v in values.items())
     config = cfg.resolve(mapping)
     s = config.settings[0]
@@ -159,6 +160,12 @@ def test_every_key_can_be_set():
     mapping.update(parse_assignment(f"{k}={v}") for k, v in linear.items())
     s = cfg.resolve(mapping).settings[0]
     assert (s.model, s.mechanism, s.delta, s.covariates, s.clip, s.tau) == ("linear", "gaussian", 1e-6, "uniform", 2.0, None)
+    mapping.update(parse_assignment(f"{k}={v}") for k, v in online.items())
+    path_only = {k: v for k, v in mapping.items() if k not in ("beta", "B", "level", "multiplier", "methods")}
+    s = cfg.resolve({**path_only, "study": "trajectory"}).settings[0]
+    # a per-user law replaces the constant budget; keys the model does not read are blank
+    assert (s.model, s.mechanism, s.dim, s.mu, s.budget, s.epsilon, s.clip) == (
+        "huber_mallows", "gdp", 3, None, "uniform(1, 3)", None, None)
 
 
 def test_keys_a_model_does_not_read_are_blank_and_do_not_repeat_runs():

@@ -171,3 +171,14 @@ def test_joint_interval_covers_all_coordinates_at_the_level(rng):
     assert abs(joint / reps - level) < 4 * math.sqrt(level * (1 - level) / reps), joint / reps
     p = level**d
     assert abs(marginal / reps - p) < 4 * math.sqrt(p * (1 - p) / reps), marginal / reps
+
+
+def test_uniform_multipliers_are_numpys_uniform_bit_for_bit():
+    # draw_multipliers computes numpy's uniform(-sqrt 3, sqrt 3) from random(): same numbers, same state after
+    from ldpsim.engine.rng import as_generator
+
+    a, b = as_generator(5), as_generator(5)
+    got = inference.draw_multipliers(a, "uniform", (300, 77))
+    want = b.uniform(-math.sqrt(3.0), math.sqrt(3.0), (300, 77))
+    np.testing.assert_array_equal(got, want)
+    assert a.random() == b.random()

@@ -97,3 +97,19 @@ def test_inlined_uniforms_are_uniform():
     _fill(kernel_rng(as_generator(99)), 0, u)
     assert stats.kstest(u, "uniform").pvalue > 1e-4
     assert abs(np.mean(-special.log1p(-u)) - 1.0) < 4 / np.sqrt(len(u))
+
+
+@pytest.mark.parametrize("name,method", [("_sfc64_uniform", "random"), ("_sfc64_normal", "standard_normal"),
+                                         ("_sfc64_exponential", "standard_exponential")])
+def test_plain_python_statement_of_each_draw_equals_numpy(name, method):
+    # the twins of the LLVM IR that the kernels emit: the same steps on four numpy words
+    from ldpsim.engine import rng as module
+
+    draw = getattr(module, name)
+    gen, twin = as_generator(31), as_generator(31)
+    words = _words(twin).astype(np.uint64)
+    with np.errstate(over="ignore"):  # SFC64's additions wrap modulo 2^64 by design
+        got = np.array([draw(words) for _ in range(20_000)])
+    want = getattr(gen, method)(20_000)
+    np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+    np.testing.assert_array_equal(words, _words(gen))

@@ -19,6 +19,7 @@ from ldpsim.reporting.stats import loglog_slope
 from ldpsim.studies import resolve
 from ldpsim.studies.trajectory.kernel import run_trajectory, trajectory_twin
 from ldpsim.studies.trajectory.study import theory_slope
+from ldpsim.studies.trajectory.theory import linearized_mse, mean_field, shi_table1_slope
 
 CASES = [
     ("quantile", dict(tau=0.5, epsilon=1.0)),
@@ -28,6 +29,10 @@ CASES = [
     ("quantile_regression", dict(tau=0.5, epsilon=1.0)),
     ("linear", dict(epsilon=1.0, clip=1.5, covariates="uniform")),
     ("logistic", dict(epsilon=3.0, mechanism="gaussian", delta=1e-5)),
+    # 004's online models: the scale projection, per-user budgets, clipping
+    ("huber_mallows", dict(dim=3, mechanism="gdp", mu=1.0)),
+    ("huber_clip", dict(dim=2, mechanism="laplace", budget="uniform(1, 3)", clip=1.5)),
+    ("logistic_clip", dict(dim=3, mechanism="gaussian_classical", delta=1e-5, budget="uniform(0.5, 1)", clip=1.0)),
 ]
 IDS = [f"{name}-{i}" for i, (name, _) in enumerate(CASES)]
 
@@ -152,15 +157,18 @@ def test_outputs_and_columns(tmp_path):
     out = tmp_path / "t"
     result = ldpsim.run({"study": "trajectory", "model": "quantile", "tau": [0.5, 0.9], "n": 5000, "reps": 6,
                          "seed": 1, "checkpoints": 12}, out=out, n_jobs=1, progress=False)
-    for name in ("summary.csv", "rates.csv", "table.md", "meta.json", "trajectory.png"):
+    for name in ("summary.csv", "rates.csv", "bias.csv", "guarantees.csv", "table.md", "meta.json", "trajectory.png"):
         assert (out / name).exists(), name
-    assert list(result.rows[0]) == ["tau", "estimator", "k", "distance", "distance_se", "reps", "n_failed"]
+    assert list(result.rows[0]) == ["tau", "estimator", "metric", "k", "distance", "distance_se", "reps", "n_failed",
+                                    "linearized", "transient"]
+    assert {r["metric"] for r in result.rows} == {"parameter"}
     rates = result.tables["rates"]
-    assert list(rates[0])[:6] == ["tau", "estimator", "slope", "slope_lo", "slope_hi", "theory"]
+    assert list(rates[0])[:7] == ["tau", "estimator", "metric", "slope", "slope_lo", "slope_hi", "theory"]
     assert [(r["tau"], r["estimator"]) for r in rates] == [(0.5, "last"), (0.5, "average"), (0.9, "last"),
                                                            (0.9, "average")]
     assert rates[0]["theory"] == -0.51 and rates[1]["theory"] == -1.0
-    assert (out / "rates.csv").read_text().splitlines()[0].startswith("tau,estimator,slope,slope_lo,slope_hi,theory")
+    assert (out / "rates.csv").read_text().splitlines()[0].startswith(
+        "tau,estimator,metric,slope,slope_lo,slope_hi,theory")
     text = (out / "table.md").read_text()
     assert "slope [95% CI]" in text and "| k = 10 " in text
 
@@ -198,3 +206,103 @@ def test_settings_share_seeds_with_the_coverage_study():
     coverage = resolve({"model": "quantile", "tau": 0.9, "n": 5000})
     trajectory = resolve({"study": "trajectory", "model": "quantile", "tau": 0.9, "n": 5000})
     assert coverage.settings[0].seed_key == trajectory.settings[0].seed_key
+
+
+@pytest.mark.parametrize("c,gamma,epsilon", [(0.5, 0.75, 1.0), (2.0, 0.6, 2.0)])
+def test_linearized_recursion_is_exact_for_the_mean_model(c, gamma, epsilon):
+    # the mean model's recursion is linear: linearized_mse must equal its exact moments (to rounding)
+    n = 3000
+    model = MODELS["mean"](epsilon=epsilon)
+    ks = checkpoint_grid(n, 8, 2)
+    want_last, want_avg = _mean_model_exact(n, c, gamma, 0.3, ks, float(model.gradient_covariance()[0, 0]))
+    fit = linearized_mse(model.hessian(), model.gradient_covariance(), np.array([0.3 - 0.5]), n, c, gamma, ks)
+    np.testing.assert_allclose(fit["last"][:, 0], want_last, rtol=1e-9)
+    np.testing.assert_allclose(fit["average"][:, 0], want_avg, rtol=1e-9)
+    assert np.all(fit["last_start"] <= fit["last"])
+
+
+def test_linearized_recursion_in_several_directions():
+    # a diagonal G with a non-diagonal S: the rotation to G's eigenbasis, checked against
+    # the direct recursion of second moments E[e e'] (p x p) on a short path
+    rng = np.random.default_rng(1)
+    q, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+    g = q @ np.diag([0.2, 0.7, 1.5]) @ q.T
+    a = rng.standard_normal((3, 3))
+    s = a @ a.T
+    e0 = np.array([1.0, -0.5, 0.2])
+    n, c, gamma = 400, 0.5, 0.6
+    ks = np.array([1, 7, 50, 400])
+    fit = linearized_mse(g, s, e0, n, c, gamma, ks)
+    eta = step_sizes_twin(n, c, gamma)
+    second, mean = np.zeros((3, 3)), e0.copy()
+    for i in range(n):
+        m = np.eye(3) - eta[i] * g
+        second = m @ second @ m.T + eta[i] ** 2 * s  # noise part
+        mean = m @ mean
+        if i + 1 in ks:
+            q_ = list(ks).index(i + 1)
+            assert fit["last"][q_].sum() == pytest.approx(np.trace(second) + mean @ mean, rel=1e-10)
+            np.testing.assert_allclose(fit["last_mean"][q_], mean, rtol=1e-10, atol=1e-14)
+
+
+def test_table1_exponents():
+    # 004, Table 1 (shi_rates): parameter and loss distances of LDP-SGD and LDP-ASGD
+    assert [shi_table1_slope("parameter", e, 0.5) for e in ("last", "average")] == [-0.5, -1.0]
+    assert shi_table1_slope("parameter", "average", 0.25) == -0.5  # n^-2a for a <= 1/2
+    assert shi_table1_slope("parameter", "average", 1 / 3) == pytest.approx(-2 / 3)
+    assert shi_table1_slope("loss", "last", 0.6) == pytest.approx(-0.3)  # n^-a/2
+    assert shi_table1_slope("loss", "last", 0.75) == pytest.approx(-0.25)  # n^-(1-a)
+    assert shi_table1_slope("loss", "average", 0.4) == pytest.approx(-0.4)  # n^-a
+    assert shi_table1_slope("loss", "last", 0.2) is None  # "-" in the table
+    assert all(shi_table1_slope(m, e, 1.0) is None for m in ("parameter", "loss") for e in ("last", "average"))
+    # where two columns meet, their expressions agree
+    for a in (1 / 3, 0.5, 2 / 3):
+        for metric in ("parameter", "loss"):
+            for estimator in ("last", "average"):
+                below = shi_table1_slope(metric, estimator, a - 1e-12)
+                above = shi_table1_slope(metric, estimator, a + 1e-12)
+                if below is not None and above is not None:
+                    assert below == pytest.approx(above, abs=1e-9)
+    assert theory_slope("average", 0.4, "loss", "shi_table1") == pytest.approx(-0.4)
+    assert theory_slope("average", 0.6, "loss") == -1.0  # strongly convex: the loss is quadratic near theta*
+
+
+def test_mean_field_path_matches_the_linearized_transient_near_the_truth():
+    # started close to theta* the noise-free path is the linearized one (up to O(eta) Euler terms)
+    model = MODELS["logistic_mallows"](dim=3, mu=math.inf, mechanism=None)
+
+    class Setting:
+        theta0, n, c, gamma, batch_size = 0.99, 20_000, 0.2, 0.5, 1
+
+    ks = checkpoint_grid(Setting.n, 10, 10)
+    field = mean_field(model, Setting, ks)
+    lin = linearized_mse(model.hessian(), model.gradient_covariance(), np.full(4, -0.01), Setting.n, 0.2, 0.5, ks)
+    np.testing.assert_allclose(field["average"], lin["average_mean"], rtol=0.03, atol=1e-7)
+    np.testing.assert_allclose(field["last"], lin["last_mean"], rtol=0.05, atol=1e-7)
+
+
+def test_loss_metric_bias_and_guarantee_tables(tmp_path):
+    out = tmp_path / "h"
+    result = ldpsim.run({"study": "trajectory", "model": "huber_mallows", "dim": 2, "mu": [1, 2],
+                         "budget": [None, {"uniform": [1, 2]}], "c": 0.2, "gamma": 0.6, "n": 4000, "reps": 4,
+                         "seed": 2, "checkpoints": 10, "metrics": ["parameter", "loss"], "theory": "shi_table1",
+                         "panels": "budget"}, out=out, n_jobs=1, progress=False)
+    rows = result.rows
+    assert {r["metric"] for r in rows} == {"parameter", "loss"}
+    assert all(r["distance"] > 0 and r["linearized"] > 0 and r["transient"] >= 0 for r in rows)
+    rates = {(r["mu"], r["budget"], r["estimator"], r["metric"]): r for r in result.tables["rates"]}
+    assert rates[(1.0, None, "last", "loss")]["theory"] == pytest.approx(-0.3)  # Table 1: n^-a/2 at a = 0.6
+    assert rates[(1.0, None, "average", "parameter")]["theory"] == -1.0
+    bias = result.tables["bias"]
+    assert len(bias) == 3 * 2 * 4 and {r["coord"] for r in bias} == {0, 1, 2, 3}
+    assert all(r["limit_bias"] == 0.0 for r in bias)
+    guarantees = result.tables["guarantees"]
+    assert [g["budget"] for g in guarantees] == [None, "uniform(1, 2)", None]
+    assert "mu_i ~ uniform(1, 2)" in guarantees[1]["guarantee"]
+    assert guarantees[1]["noise_variance"] == pytest.approx(guarantees[0]["noise_variance"] / 2)
+    for name in ("trajectory.png", "trajectory_loss.png", "bias.csv", "guarantees.csv"):
+        assert (out / name).exists(), name
+    text = (out / "table.md").read_text()
+    assert "Bias at k = n" in text and "mu_i ~ uniform(1, 2)" in text and "| loss " in text
+    again = ldpsim.open_result(out)
+    assert again.render() == result.render()

@@ -139,13 +139,6 @@ def _step(s0, s1, s2, s3):
 
 
 @jit(inline=True)
-def sfc64_next(p):
-    """The next 64-bit output of the SFC64 state ``p[0..3]``, advancing it in place."""
-    out, p[0], p[1], p[2], p[3] = _step(p[0], p[1], p[2], p[3])
-    return out
-
-
-@jit(inline=True)
 def _to_double(word):
     # numpy's next_double: the top 53 bits times 2^-53
     return float(word >> _U11) * _TO_DOUBLE
@@ -184,9 +177,19 @@ def _normal_rest(s0, s1, s2, s3, idx, rabs, x):
             return x, s0, s1, s2, s3
 
 
+def _twin_next(p):
+    # sfc64_next on a numpy array of four uint64 words (the jitted step hands back Python ints)
+    out, *words = _step(*(np.uint64(w) for w in p))
+    p[:] = words
+    return np.uint64(out)
+
+
 def _sfc64_normal(p):
-    # numpy's random_standard_normal (numpy/random/src/distributions/distributions.c)
-    r = sfc64_next(p)
+    """Plain-Python twin of the normal draw the kernels emit: numpy's random_standard_normal.
+
+    ``p`` is a numpy array of the four state words (advanced in place).
+    """
+    r = _twin_next(p)
     idx = r & _MASK8
     rabs = (r >> _U9) & _MASK52
     x = float(rabs) * wi_double[idx]
@@ -194,7 +197,7 @@ def _sfc64_normal(p):
         x = -x
     if rabs < ki_double[idx]:
         return x  # 99.3% of the draws
-    x, p[0], p[1], p[2], p[3] = _normal_rest(p[0], p[1], p[2], p[3], idx, rabs, x)
+    x, *p[:] = _normal_rest(*(np.uint64(w) for w in p), idx, rabs, x)
     return x
 
 
@@ -218,19 +221,20 @@ def _exponential_rest(s0, s1, s2, s3, idx, x):
 
 
 def _sfc64_exponential(p):
-    # numpy's random_standard_exponential (distributions.c)
-    r = sfc64_next(p) >> _U3
+    """Plain-Python twin of the exponential draw the kernels emit: numpy's random_standard_exponential."""
+    r = _twin_next(p) >> _U3
     idx = r & _MASK8
     ri = r >> _U8
     x = float(ri) * we_double[idx]
     if ri < ke_double[idx]:
         return x  # 98.9% of the draws
-    x, p[0], p[1], p[2], p[3] = _exponential_rest(p[0], p[1], p[2], p[3], idx, x)
+    x, *p[:] = _exponential_rest(*(np.uint64(w) for w in p), idx, x)
     return x
 
 
 def _sfc64_uniform(p):
-    return _to_double(sfc64_next(p))
+    """Plain-Python twin of the uniform draw the kernels emit: numpy's next_double."""
+    return float(_twin_next(p) >> _U11) * _TO_DOUBLE
 
 
 class Sfc64Local(NamedTuple):
@@ -253,8 +257,8 @@ def _is_local(gen) -> bool:
 # kernel's state words in registers (a compiled helper, which LLVM declines to inline
 # once a loop draws from it at several places, receives the state's address and pins it
 # in memory). The instructions are those of _sfc64_uniform, _sfc64_normal and
-# _sfc64_exponential above, which stay as their readable statement; tests compare
-# both with numpy's streams.
+# _sfc64_exponential above, their plain-Python twins; tests compare both with numpy's
+# streams (tests/test_rng.py).
 
 _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)

@@ -8,6 +8,7 @@ One function per method, each returning ``(lower, upper)`` arrays of shape
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from scipy import stats
@@ -53,8 +54,9 @@ _MAMMEN_HIGH = (1.0 + _SQRT5) / 2.0
 _MAMMEN_P_LOW = (_SQRT5 + 1.0) / (2.0 * _SQRT5)
 
 
+@lru_cache(maxsize=256)
 def normal_quantile(level: float) -> float:
-    """``z`` with ``P(|Z| <= z) = level`` for standard normal ``Z``."""
+    """``z`` with ``P(|Z| <= z) = level`` for standard normal ``Z`` (cached: scipy takes 0.2 ms a call)."""
     return float(stats.norm.ppf(0.5 + level / 2.0))
 
 
@@ -76,7 +78,9 @@ def draw_multipliers(gen: np.random.Generator, law: str, size) -> np.ndarray:
     numpy.ndarray
     """
     if law == "uniform":
-        return gen.uniform(-_SQRT3, _SQRT3, size)
+        # numpy's uniform(low, high) is low + (high - low) * random(), element by element: the same
+        # numbers, from the faster random() (a bootstrap draws B x m of them per replication)
+        return -_SQRT3 + (_SQRT3 - -_SQRT3) * gen.random(size)
     if law == "rademacher":
         return np.where(gen.random(size) < 0.5, -1.0, 1.0)
     if law == "gaussian":

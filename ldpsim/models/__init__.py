@@ -10,15 +10,18 @@ and a :class:`~ldpsim.models.base.Model` subclass with its truth (``theta_star``
 ``hessian``, ``gradient_covariance``); then add the class to :data:`MODELS`.
 """
 
-from .base import Model, add_privatized_gradient, privatized_gradient, register_scalar
+from .base import Model, add_privatized_gradient, constrain, privatized_gradient, register_scalar
+from .huber import HuberClipModel, HuberModel
 from .linear import LinearModel
 from .logistic import LogisticModel
+from .logistic_online import LogisticClipModel, LogisticMallowsModel
 from .mean import MeanModel
 from .quantile import QuantileModel
 from .quantile_regression import QuantileRegressionModel
 
 #: Model classes by their config name.
-MODELS = {cls.name: cls for cls in (QuantileModel, QuantileRegressionModel, LinearModel, LogisticModel, MeanModel)}
+MODELS = {cls.name: cls for cls in (QuantileModel, QuantileRegressionModel, LinearModel, LogisticModel, MeanModel,
+                                    HuberModel, HuberClipModel, LogisticMallowsModel, LogisticClipModel)}
 
 
 def build_model(setting) -> Model:
@@ -26,4 +29,5 @@ def build_model(setting) -> Model:
     return MODELS[setting.model].from_setting(setting)
 
 
-__all__ = ["MODELS", "Model", "add_privatized_gradient", "build_model", "privatized_gradient", "register_scalar"]
+__all__ = ["MODELS", "Model", "add_privatized_gradient", "build_model", "constrain", "privatized_gradient",
+           "register_scalar"]

@@ -19,11 +19,17 @@ A model contributes two things:
 
 from __future__ import annotations
 
+import functools
+import inspect
+import math
 from abc import ABC, abstractmethod
 
 import numpy as np
+from numba.core import types
+from numba.extending import overload
 
 from ..engine.dispatch import by_record
+from ..engine.jit import JIT_OPTIONS
 
 
 @by_record
@@ -37,6 +43,54 @@ def add_privatized_gradient(params, theta, gen, out):
 
     ``theta`` and ``out`` have shape ``(d,)``; adding (not assigning) lets
     the kernel average a mini-batch without a second buffer.
+    """
+
+
+def _keep(params, theta):
+    pass
+
+
+def _by_record_or_keep(stub):
+    """:func:`~ldpsim.engine.dispatch.by_record` with a default: records nobody registered get a no-op.
+
+    One numba overload consults the registry when a kernel is compiled for a
+    record type, so models that need nothing register nothing.
+    """
+    registry: dict[type, object] = {}
+    names = list(inspect.signature(stub).parameters)
+
+    @functools.wraps(stub)
+    def call(record, *args):
+        return registry.get(type(record), _keep)(record, *args)
+
+    def register(record_cls):
+        def decorate(func):
+            if list(inspect.signature(func).parameters) != names:
+                raise TypeError(f"{func.__name__} must take ({', '.join(names)}) to implement {stub.__name__}")
+            registry[record_cls] = func
+            return func
+
+        return decorate
+
+    @functools.wraps(stub)
+    def select(*args):
+        if isinstance(args[0], types.BaseNamedTuple):
+            return registry.get(args[0].instance_class, _keep)
+        return None
+
+    overload(call, jit_options=JIT_OPTIONS, inline="always")(select)
+    call.register = register
+    return call
+
+
+@_by_record_or_keep
+def constrain(params, theta):
+    """Map ``theta`` back into the model's parameter space after a step, in place (default: nothing).
+
+    The trajectory kernel applies it to ``theta0`` and after every step: a
+    projected recursion, post-processing of the privatized gradients, so the
+    privacy guarantee is unchanged. The Huber models keep their scale
+    ``s >= SCALE_FLOOR`` (their loss is defined for ``s > 0`` only).
     """
 
 
@@ -88,6 +142,26 @@ class Model(ABC):
     path_keys: tuple[str, ...] = ("n", "epsilon", "c", "gamma", "theta0")
     #: The privacy mechanism (``None`` when epsilon is infinite).
     mechanism = None
+    #: Whether :meth:`excess_risk` (the loss gap ``F(theta) - F(theta*)``) is defined.
+    has_loss = False
+    #: Why the coverage study cannot run the model (``None``: it can).
+    coverage_note: str | None = None
+
+    @classmethod
+    def complete_values(cls, values: dict) -> dict:
+        """A setting's values with what this model does not read blanked and its default mechanism filled in.
+
+        Called by :func:`ldpsim.recursion.keys.path_values` after the model
+        keys other models read are blanked. Default: the mechanism is the
+        model's first unless ``epsilon = inf`` (no mechanism), and ``delta``
+        is read by the Gaussian mechanism only.
+        """
+        values = dict(values)
+        if "mechanism" in cls.keys:
+            values["mechanism"] = None if math.isinf(values["epsilon"]) else values["mechanism"] or cls.mechanisms[0]
+        if values.get("mechanism") != "gaussian":
+            values["delta"] = None
+        return values
 
     @abstractmethod
     def kernel_params(self):
@@ -114,6 +188,25 @@ class Model(ABC):
         g_inv = np.linalg.inv(self.hessian())
         sigma = g_inv @ self.gradient_covariance() @ g_inv.T / batch_size
         return (sigma + sigma.T) / 2.0  # symmetric to the last bit
+
+    def limit(self) -> np.ndarray:
+        """Where the recursion converges: ``theta_star`` unless the gradient is biased (clipping)."""
+        return self.theta_star()
+
+    def excess_risk(self, thetas) -> np.ndarray:
+        """``F(theta) - F(theta*)`` for each row of ``thetas``; models with ``has_loss`` define it."""
+        raise NotImplementedError(f"model {self.name!r} defines no loss")
+
+    def privacy_summary(self) -> dict:
+        """``guarantee``, ``sensitivity`` and ``noise_variance`` (per coordinate); ``None`` where not defined."""
+        mech = self.mechanism
+        return {"guarantee": self.guarantee, "sensitivity": getattr(mech, "sensitivity", None),
+                "noise_variance": 0.0 if mech is None else getattr(mech, "variance", None)}
+
+    @classmethod
+    def dimension(cls, setting) -> int:
+        """Coordinates of theta in ``setting`` without building the model (models sized by a key override it)."""
+        return cls.dim
 
     @classmethod
     def from_setting(cls, setting) -> "Model":

@@ -101,6 +101,9 @@ class CoverageStudy(Study):
 
     def validate(self, s, options):
         validate_path(s)
+        note = MODELS[s.model].coverage_note
+        if note:
+            raise ConfigError(f"model = {s.model!r} runs in the trajectory study only: it {note}")
         methods = options["methods"]
         if "SN" in methods:
             check_range("level", s.level, 0.05 <= s.level <= 0.9999, "[0.05, 0.9999] (SN critical values)")
@@ -136,7 +139,7 @@ class CoverageStudy(Study):
         return out
 
     def memory(self, s, options):
-        methods, d = options["methods"], MODELS[s.model].dim
+        methods, d = options["methods"], MODELS[s.model].dimension(s)
         out = []
         if uses_blocks(methods):
             m = s.n // floor_power(s.n, s.beta)
@@ -152,7 +155,7 @@ class CoverageStudy(Study):
         return out
 
     def chunk_shapes(self, s, options):
-        d = MODELS[s.model].dim
+        d = MODELS[s.model].dimension(s)
         return {"theta_bar": (d,), "bounds": (len(options["methods"]), d, 2), "ok": ()}
 
     # --- computing

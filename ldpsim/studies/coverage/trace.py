@@ -137,9 +137,10 @@ def resolve_trace(mapping: dict, where: str = "config") -> TraceConfig:
     setting = config.settings[0]
 
     # the trace kernel is the scalar kernel with checkpoints, for one observation a step
-    if MODELS[setting.model].dim != 1:
-        raise cfg.ConfigError(f"model = {setting.model!r} has {MODELS[setting.model].dim} coordinates; "
-                              f"trace draws scalar models: {', '.join(k for k, m in MODELS.items() if m.dim == 1)}")
+    if MODELS[setting.model].dimension(setting) != 1:
+        scalar = ", ".join(k for k, m in MODELS.items() if getattr(m, "dim", None) == 1)
+        raise cfg.ConfigError(f"model = {setting.model!r} has {MODELS[setting.model].dimension(setting)} coordinates; "
+                              f"trace draws scalar models: {scalar}")
     cfg.check_range("batch_size", setting.batch_size, setting.batch_size == 1, "{1} (trace draws plain LDP-SGD)")
     cfg.check_range("k_min", k_min, 2 <= k_min < setting.n, f"[2, n) = [2, {setting.n})")
     check_memory(trace_memory(setting, config.methods, count, k_min), per="for the trace")

@@ -27,7 +27,7 @@ import numpy as np
 
 from ...engine.jit import jit
 from ...engine.rng import kernel_rng
-from ...models import add_privatized_gradient
+from ...models import add_privatized_gradient, constrain
 from ...recursion.kernels import step_ratio_coefficients, step_size
 from ...recursion.twins import step_sizes_twin
 
@@ -43,16 +43,18 @@ def _trajectory_path(params, gen, n, batch_size, c, gamma, theta, theta_star, gr
     ratio = step_ratio_coefficients(gamma)
     inv_s = 1.0 / batch_size
     eta = c
+    constrain(params, theta)  # theta0 into the parameter space (a no-op for most models)
     for i in range(1, n + 1):
         eta = step_size(i, pow2, eta, c, gamma, ratio)
         w = eta * inv_s
         for _ in range(batch_size):
             add_privatized_gradient(params, theta, gen, grad)
         for j in range(d):
-            x = theta[j] - w * grad[j]
+            theta[j] = theta[j] - w * grad[j]
             grad[j] = 0.0
-            theta[j] = x
-            dev[j] += x - theta_star[j]
+        constrain(params, theta)
+        for j in range(d):
+            dev[j] += theta[j] - theta_star[j]
         if i == pow2:
             pow2 *= 2
             finite = True
@@ -125,15 +127,17 @@ def trajectory_twin(model, gen: np.random.Generator, n: int, c: float, gamma: fl
     last = np.full((len(checkpoints), d), np.nan)
     average = np.full((len(checkpoints), d), np.nan)
     q, pow2, inv_s = 0, 1, 1.0 / batch_size
+    constrain(params, theta)
     for i in range(1, n + 1):
         w = etas[i - 1] * inv_s
         for _ in range(batch_size):
             add_privatized_gradient(params, theta, gen, grad)
         for j in range(d):
-            x = theta[j] - w * grad[j]
+            theta[j] = theta[j] - w * grad[j]
             grad[j] = 0.0
-            theta[j] = x
-            dev[j] += x - theta_star[j]
+        constrain(params, theta)
+        for j in range(d):
+            dev[j] += theta[j] - theta_star[j]
         if i == pow2:
             pow2 *= 2
             if not np.isfinite(dev * dev).all():
@@ -148,4 +152,22 @@ def trajectory_twin(model, gen: np.random.Generator, n: int, c: float, gamma: fl
     return last, average, n
 
 
-__all__ = ["run_trajectory", "trajectory_twin"]
+def squared_norms(deviations: np.ndarray) -> np.ndarray:
+    """``||deviation||^2`` per replication and checkpoint from ``(R, C, d)`` deviations."""
+    return np.einsum("rcd,rcd->rc", deviations, deviations)
+
+
+def replication(model, gen: np.random.Generator, setting, checkpoints: np.ndarray, twin: bool = False) -> dict:
+    """One replication of the trajectory study: ``last``, ``average`` (``(C, d)`` deviations) and ``ok``.
+
+    By the kernel or, with ``twin``, its Python twin. ``ok`` is False for a
+    path that diverged (the driver counts it).
+    """
+    path = trajectory_twin if twin else run_trajectory
+    s = setting
+    last, average, steps = path(model, gen, s.n, s.c, s.gamma, s.theta0, checkpoints, s.batch_size)
+    ok = steps == s.n and bool(np.isfinite(squared_norms(np.stack([last, average]))).all())
+    return {"last": last, "average": average, "ok": ok}
+
+
+__all__ = ["replication", "run_trajectory", "squared_norms", "trajectory_twin"]

@@ -3,12 +3,19 @@
 Shared by every study that records a distance along a path at checkpoints
 ``k`` (rows in long format; later studies reuse the column names):
 
-* :func:`trajectory_rows`: per estimator and checkpoint, ``distance`` (the
-  mean over replications) and ``distance_se`` (its standard error);
+* :func:`trajectory_rows`: per estimator, metric and checkpoint,
+  ``distance`` (the mean over replications) and ``distance_se`` (its
+  standard error), and where known the exact value of the linearized
+  recursion (``linearized``) and the distance of the noise-free path
+  (``transient``, the decay of the initial error);
 * :func:`rate_row`: the least-squares slope of ``log distance`` against
   ``log k`` over the last ``decades`` of checkpoints, with a 95% delta-method
   interval (:func:`ldpsim.reporting.stats.loglog_slope`), next to the
-  theoretical slope where one is known.
+  theoretical slope where one is known and the linearized recursion's slope
+  over the same window.
+
+The ``metric`` is ``parameter`` (``||. - theta*||^2``) or ``loss``
+(``F(.) - F(theta*)``).
 """
 
 from __future__ import annotations
@@ -23,16 +30,23 @@ from ...reporting.stats import loglog_slope, mean_se
 RATE_LEVEL = 0.95
 
 
-def trajectory_rows(keys: dict, estimator: str, checkpoints, samples, n_failed: int) -> list[dict]:
-    """One row per checkpoint: ``keys``, ``estimator``, ``k``, ``distance``, ``distance_se``, ``reps``, ``n_failed``.
+def trajectory_rows(keys: dict, estimator: str, checkpoints, samples, n_failed: int, metric: str = "parameter",
+                    linearized=None, transient=None) -> list[dict]:
+    """One row per checkpoint: ``keys``, ``estimator``, ``metric``, ``k``, ``distance``, ``distance_se``, ...
 
-    ``samples`` is ``(R, C)``, the usable replications' distances at the ``C`` checkpoints.
+    ``samples`` is ``(R, C)``, the usable replications' distances at the ``C``
+    checkpoints. Further columns: ``reps``, ``n_failed``, ``linearized`` (the
+    linearized recursion's exact mean distance) and ``transient`` (the
+    distance of the noise-free mean-field path: the decay of the initial
+    error), both ``(C,)`` or ``None`` (blank).
     """
     rows = []
     for q, k in enumerate(np.asarray(checkpoints)):
         mean, se = mean_se(samples[:, q])
-        rows.append({**keys, "estimator": estimator, "k": int(k), "distance": mean, "distance_se": se,
-                     "reps": int(samples.shape[0]), "n_failed": int(n_failed)})
+        rows.append({**keys, "estimator": estimator, "metric": metric, "k": int(k), "distance": mean,
+                     "distance_se": se, "reps": int(samples.shape[0]), "n_failed": int(n_failed),
+                     "linearized": None if linearized is None else float(linearized[q]),
+                     "transient": None if transient is None else float(transient[q])})
     return rows
 
 
@@ -42,19 +56,27 @@ def fit_window(checkpoints, decades: float) -> np.ndarray:
     return ks >= ks[-1] / 10.0 ** decades * (1.0 - 1e-12)
 
 
-def rate_row(keys: dict, estimator: str, checkpoints, samples, decades: float, theory) -> dict:
+def rate_row(keys: dict, estimator: str, checkpoints, samples, decades: float, theory, metric: str = "parameter",
+             linearized=None) -> dict:
     """The decay rate of one trajectory: slope over the last ``decades`` decades, interval, theory.
 
-    Columns: ``keys``, ``estimator``, ``slope``, ``slope_lo``, ``slope_hi``
-    (95% delta-method interval), ``theory`` (``None``, written blank, where no
-    rate is known), ``slope_se``, ``k_from``, ``k_to``, ``points``.
+    Columns: ``keys``, ``estimator``, ``metric``, ``slope``, ``slope_lo``,
+    ``slope_hi`` (95% delta-method interval), ``theory`` (``None``, written
+    blank, where no rate is known), ``slope_se``, ``k_from``, ``k_to``,
+    ``points``, ``linearized_slope`` (the slope of the linearized
+    recursion's exact curve ``linearized`` over the same window; blank
+    without one).
     """
     window = fit_window(checkpoints, decades)
     ks = np.asarray(checkpoints)[window]
     fit = loglog_slope(ks, samples[:, window], RATE_LEVEL)
-    return {**keys, "estimator": estimator, "slope": fit["slope"], "slope_lo": fit["slope_lo"],
+    lin = None
+    if linearized is not None and ks.size >= 2:
+        lin = loglog_slope(ks, np.asarray(linearized)[window][None, :].repeat(2, axis=0))["slope"]
+    return {**keys, "estimator": estimator, "metric": metric, "slope": fit["slope"], "slope_lo": fit["slope_lo"],
             "slope_hi": fit["slope_hi"], "theory": theory, "slope_se": fit["slope_se"],
-            "k_from": int(ks[0]) if ks.size else 0, "k_to": int(ks[-1]) if ks.size else 0, "points": int(ks.size)}
+            "k_from": int(ks[0]) if ks.size else 0, "k_to": int(ks[-1]) if ks.size else 0, "points": int(ks.size),
+            "linearized_slope": lin}
 
 
 def format_rate(row: dict) -> str:

@@ -1,0 +1,217 @@
+"""What the online models of 004 share: the design, the budget keys, the mechanism, the truth by quadrature.
+
+004's simulations (Section 5) regress on ``x = (1, z)``, ``z ~ N(0, I_dim)``,
+with ``beta = 1_(dim+1)``, and bound each user's gradient either by Mallows
+weights ``w(x) = min(1, 2 / ||x||^2)`` (the paper's choice, models
+``*_mallows``) or by clipping the unweighted gradient to the l2 ball of
+radius ``clip`` (the alternative of Figure 1, models ``*_clip``). The l2
+sensitivity ``D`` of the bounded gradient calibrates the mechanism
+(:func:`ldpsim.privacy.online.online_mechanism`: Laplace, analytic or
+classical Gaussian, GDP), and the budget may be drawn per user.
+
+The truth is computed, not assumed: ``theta*`` is the root of the population
+gradient (quadrature over the design, :class:`~.design.GaussianDesign`,
+solved by ``scipy.optimize.root``), and the point a clipped recursion
+converges to, :meth:`OnlineModel.limit`, is the root of the mean *clipped*
+gradient, which differs from ``theta*``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from scipy import optimize
+
+from ..engine.errors import ConfigError
+from ..privacy.online import BUDGET_KEY, ONLINE_MECHANISMS, PER_USER_MECHANISMS, budget_law, online_mechanism, \
+    online_noise_record
+from .base import Model
+from .design import GaussianDesign
+
+
+def solve_root(gradient, start, what: str) -> np.ndarray:
+    """Root of a population gradient: Powell's hybrid method, Levenberg-Marquardt if that stalls.
+
+    Converged when every coordinate of the gradient is below 1e-12 in
+    absolute value (the quadratures are accurate to about that).
+
+    Raises
+    ------
+    RuntimeError
+        If neither method converges (never for the models here).
+    """
+    x = np.asarray(start, dtype=float)
+    for method in ("hybr", "lm"):
+        sol = optimize.root(gradient, x, method=method, options={"xtol": 1e-14})
+        if np.all(np.abs(gradient(sol.x)) < 1e-12):  # ("xtol too small" at the root itself is success)
+            return sol.x
+    raise RuntimeError(f"{what}: root search failed ({sol.message}); gradient {gradient(sol.x)}")
+
+
+def numerical_jacobian(gradient, theta, step: float = 1e-5) -> np.ndarray:
+    """Central-difference Jacobian of ``gradient`` at ``theta`` (error ~ step^2 times the third derivative)."""
+    theta = np.asarray(theta, dtype=float)
+    p = theta.shape[0]
+    jac = np.empty((p, p))
+    for j in range(p):
+        e = np.zeros(p)
+        e[j] = step
+        jac[:, j] = (np.asarray(gradient(theta + e)) - np.asarray(gradient(theta - e))) / (2.0 * step)
+    return jac
+
+
+class OnlineModel(Model):
+    """Base of the models of 004: Gaussian design of dimension ``dim``, a bounded gradient, 004's mechanisms.
+
+    Parameters
+    ----------
+    epsilon : float or None
+        Budget of Laplace and Gaussian mechanisms (``None`` for GDP).
+    dim : int
+        ``d``, the number of covariates besides the intercept.
+    mechanism : {'gdp', 'laplace', 'gaussian', 'gaussian_classical'} or None
+        ``None``: non-private.
+    delta : float, optional
+        Of the Gaussian mechanisms.
+    mu : float or None
+        GDP budget.
+    budget : str, optional
+        A per-user budget law, ``"uniform(a, b)"``, instead of ``mu`` / ``epsilon``.
+    clip : float, optional
+        Clipping norm (``*_clip`` models).
+    """
+
+    keys = ("dim", "mechanism", "delta", "mu", "budget")
+    mechanisms = ONLINE_MECHANISMS
+    #: Whether the gradient is bounded by clipping (else by Mallows weights).
+    clipped = False
+    #: Whether :meth:`excess_risk` is defined.
+    has_loss = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.path_keys = Model.path_keys + cls.keys
+
+    def __init__(self, epsilon=None, dim: int = 5, mechanism: str | None = "gdp", delta: float | None = None,
+                 mu: float | None = None, budget: str | None = None, clip: float | None = None):
+        self.d = int(dim)
+        self.dim = self.p  # gradient coordinates
+        self.epsilon, self.mu, self.delta, self.budget = epsilon, mu, delta, budget
+        self.clip = None if clip is None else float(clip)
+        self.coef = np.ones(self.d + 1)  # beta = 1_(d+1) (004, Sections 5.1, 5.3)
+        self.design = GaussianDesign(self.d, weighted=not self.clipped)
+        if mechanism is None:
+            self.mechanism = None
+        else:
+            value = budget_law(budget) if budget is not None else (mu if BUDGET_KEY[mechanism] == "mu" else epsilon)
+            self.mechanism = online_mechanism(mechanism, self.p, self.sensitivity(), value, delta)
+
+    # --- config ---------------------------------------------------------------------
+
+    @classmethod
+    def complete_values(cls, values: dict) -> dict:
+        """Blank the budget key the mechanism does not read; non-private runs show ``mu = inf``.
+
+        ``budget`` given as a number is the constant budget (it becomes ``mu``
+        or ``epsilon``); a law blanks them (each user draws their own).
+        """
+        values = dict(values)
+        mech = values.get("mechanism") or cls.mechanisms[0]
+        key = BUDGET_KEY[mech]
+        budget = values.get("budget")
+        if isinstance(budget, float):
+            values[key], budget = budget, None
+        values["epsilon" if key == "mu" else "mu"] = None
+        if budget is not None:
+            if mech not in PER_USER_MECHANISMS:
+                raise ConfigError(f"budget = {budget} needs a mechanism with a per-user form "
+                                  f"({', '.join(PER_USER_MECHANISMS)}); mechanism = {mech!r} (analytic calibration, "
+                                  "a root search) has none")
+            values[key] = None
+            private = True
+        else:
+            private = not math.isinf(values[key])
+        values["budget"] = budget
+        if private:
+            values["mechanism"] = mech
+            if mech not in ("gaussian", "gaussian_classical"):
+                values["delta"] = None
+        else:  # one spelling of "non-private", whichever budget key said so
+            values.update(mechanism=None, delta=None, epsilon=None, mu=math.inf)
+        if "clip" not in cls.keys:
+            values["clip"] = None
+        return values
+
+    # --- to override -------------------------------------------------------------------
+
+    #: Parameters beyond the ``dim`` slopes: the intercept (and the Huber scale).
+    extra_parameters: int
+
+    @property
+    def p(self) -> int:
+        """Number of parameters."""
+        return self.d + self.extra_parameters
+
+    @classmethod
+    def dimension(cls, setting) -> int:
+        return int(setting.dim) + cls.extra_parameters
+
+    def sensitivity(self) -> float:
+        """l2 sensitivity ``D = sup ||g(x, y) - g(x', y')||_2`` of the bounded gradient, over parameters too."""
+        raise NotImplementedError
+
+    def mean_gradient(self, theta) -> np.ndarray:
+        """The population gradient of the model's loss (unweighted loss for the clip models) at ``theta``."""
+        raise NotImplementedError
+
+    def mean_bounded_gradient(self, theta) -> np.ndarray:
+        """The mean of the bounded gradient the recursion uses (the clipped one for clip models)."""
+        return self.mean_gradient(theta)
+
+    def excess_risk(self, thetas) -> np.ndarray:
+        """``F(theta) - F(theta*)`` for each row of ``thetas`` ``(N, p)``."""
+        raise NotImplementedError
+
+    def start(self) -> np.ndarray:
+        """Where the root searches start (away from the truth, so that they compute it)."""
+        return np.zeros(self.p)
+
+    # --- the truth ---------------------------------------------------------------------
+
+    @functools.cached_property
+    def _theta_star(self) -> np.ndarray:
+        return solve_root(self.mean_gradient, self.start(), f"theta* of {self.name}")
+
+    def theta_star(self) -> np.ndarray:
+        """Minimiser of the population loss: the root of :meth:`mean_gradient`, computed."""
+        return self._theta_star.copy()
+
+    def limit(self) -> np.ndarray:
+        """Where the recursion converges: the root of the mean bounded gradient (``theta*`` unless clipped)."""
+        return self.theta_star()
+
+    def noise_covariance(self) -> np.ndarray:
+        """``S_LDP``: the mechanism's per-coordinate variance (averaged over users) times the identity."""
+        variance = 0.0 if self.mechanism is None else self.mechanism.variance
+        return variance * np.eye(self.p)
+
+    @property
+    def guarantee(self) -> str:
+        return "none (mu = inf: non-private SGD)" if self.mechanism is None else self.mechanism.guarantee
+
+    def noise_record(self):
+        return online_noise_record(self.mechanism)
+
+    def privacy_summary(self) -> dict:
+        """``guarantee``, ``sensitivity`` (l2) and ``noise_variance`` (per coordinate, mean over users)."""
+        return {"guarantee": self.guarantee, "sensitivity": self.sensitivity(),
+                "noise_variance": 0.0 if self.mechanism is None else float(self.mechanism.variance)}
+
+    def __repr__(self) -> str:
+        mech = "none" if self.mechanism is None else type(self.mechanism).__name__
+        return f"{type(self).__name__}(dim={self.d}, mechanism={mech})"
+
+
+__all__ = ["OnlineModel", "numerical_jacobian", "solve_root"]

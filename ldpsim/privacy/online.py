@@ -1,0 +1,408 @@
+"""Mechanisms of online LDP-SGD with a bounded gradient and per-user budgets (004, Section 3.2).
+
+In 004's recursion ``theta_i = theta_(i-1) - eta_i (grad f + C0 omega_i)`` every
+user privatizes one gradient, known only to satisfy ``||grad f||_2 <= C0``
+(Condition 1): its l2 sensitivity is at most ``D = 2 C0`` (a model may know a
+smaller ``D``: the Mallows-weighted Huber loss has ``sqrt(8 c^2 + c^4 / 4)``).
+The mechanisms are calibrated to ``D`` alone:
+
+* ``laplace``: i.i.d. ``Lap(0, sqrt(p) D / epsilon)`` per coordinate, the l1
+  sensitivity bounded by Cauchy-Schwarz, ``||v||_1 <= sqrt(p) ||v||_2`` in
+  ``R^p`` (004, Example 1): epsilon-LDP;
+* ``gaussian``: ``N(0, sigma^2 I)`` with the analytic calibration of Balle &
+  Wang (2018) for (epsilon, delta)-LDP (:class:`~.mechanisms.Gaussian`);
+* ``gaussian_classical``: ``sigma = D sqrt(2 ln(1.25 / delta)) / epsilon``
+  (004, Example 2; Dwork & Roth, Theorem A.1, which proves it for
+  epsilon < 1 only);
+* ``gdp``: ``sigma = D / mu``, mu-GDP (004, Example 3; Dong, Roth & Su 2022).
+
+With ``D = 2 C0`` these are 004's ``C0 omega_i`` with ``omega_i`` of scale
+``2 sqrt(p) / epsilon`` (Laplace), standard deviation
+``2 sqrt(2 ln(1.25/delta)) / epsilon`` (classical Gaussian) and ``2 / mu``
+(GDP); Examples 2 and 3 print the variances as ``8 ln(1.25/delta) / epsilon``
+and ``4 / mu``, which are not squared (docs/corrections.md, item 23).
+
+**Per-user budgets.** The budget (``epsilon`` of Laplace or classical
+Gaussian, ``mu`` of GDP) is a constant or drawn per user from a law
+(:class:`BudgetLaw`, config ``budget: {uniform: [1, 2]}``), independently of
+the data; the noise scale is then ``numerator / b_i`` with the user's draw
+``b_i`` (one uniform, drawn inside the kernel before the noise), and user
+``i`` gets the guarantee of budget ``b_i``. By parallel composition (004,
+Theorem 1) the run as a whole is private at the weakest budget drawn, at
+most the law's upper end. The analytic Gaussian calibration is a root search
+and has no per-user form.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import ClassVar, NamedTuple
+
+from ..engine.config import ConfigError, show
+from ..engine.rng import uniform
+from .gdp import GaussianGDP, gdp_delta
+from .mechanisms import Gaussian, GaussianNoise, Laplace, LaplaceNoise, NoNoise, _fmt, add_noise, classical_gaussian_sigma
+from .mechanisms import gaussian as _gaussian_draw
+from .mechanisms import laplace as _laplace_draw
+
+#: Mechanisms of the online models, the default first.
+ONLINE_MECHANISMS = ("gdp", "laplace", "gaussian", "gaussian_classical")
+#: Which budget key each mechanism reads.
+BUDGET_KEY = {"gdp": "mu", "laplace": "epsilon", "gaussian": "epsilon", "gaussian_classical": "epsilon"}
+#: Mechanisms whose budget may be drawn per user.
+PER_USER_MECHANISMS = ("gdp", "laplace", "gaussian_classical")
+
+
+# --- budget laws -----------------------------------------------------------------
+
+
+def _num(x: float) -> str:
+    """A number as budget laws print it: ``1``, ``1.5``, ``0.30000000000000004`` (round-trips)."""
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+@dataclass(frozen=True)
+class BudgetLaw:
+    """The law of a user's privacy budget: ``U(low, high)``.
+
+    Parameters
+    ----------
+    low, high : float
+        ``0 < low < high < inf``.
+    """
+
+    low: float
+    high: float
+
+    kind: ClassVar[str] = "uniform"
+
+    def __post_init__(self):
+        if not (0.0 < self.low < self.high < math.inf):
+            raise ValueError(f"uniform budget needs 0 < a < b < inf, got [{self.low}, {self.high}]")
+
+    @property
+    def text(self) -> str:
+        """Canonical spelling, as settings and CSV files show it: ``uniform(1, 2)``."""
+        return f"uniform({_num(self.low)}, {_num(self.high)})"
+
+    def inverse_moment(self, k: int) -> float:
+        """``E[b^-k]`` for ``k = 1, 2``: what the mean noise variance needs (``k = 2``)."""
+        a, b = self.low, self.high
+        if k == 1:
+            return math.log(b / a) / (b - a)
+        if k == 2:
+            return 1.0 / (a * b)
+        raise ValueError(f"k must be 1 or 2, got {k}")
+
+    def draw(self, u: float) -> float:
+        """The budget of a user from one ``U[0, 1)`` draw ``u`` (what the kernel does)."""
+        return self.low + (self.high - self.low) * u
+
+
+_UNIFORM_TEXT = re.compile(r"\s*uniform\s*\(\s*([^,]+?)\s*,\s*([^)]+?)\s*\)\s*")
+
+
+def parse_budget(name: str, value):
+    """A config's ``budget`` value: ``None`` (the constant ``mu`` / ``epsilon``), a number, or a law.
+
+    Accepts ``{uniform: [a, b]}`` (YAML), ``"uniform(a, b)"`` (``--set``) and a
+    positive number (a constant budget). Returns ``None``, the number as a
+    float, or the law's canonical text ``"uniform(a, b)"`` (hashable, prints
+    as is in CSV files).
+
+    Raises
+    ------
+    ConfigError
+        One line naming the key, the value and what is allowed.
+    """
+    allowed = "a number > 0, {uniform: [a, b]} or 'uniform(a, b)' with 0 < a < b < inf"
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ConfigError(f"{name} = {show(value)} is not a budget; allowed: {allowed}")
+    if isinstance(value, (int, float)):
+        if not (value > 0):
+            raise ConfigError(f"{name} = {show(value)} is outside (0, inf]; allowed: {allowed}")
+        return float(value)
+    bounds = None
+    if isinstance(value, dict) and len(value) == 1 and "uniform" in value:
+        bounds = value["uniform"]
+    elif isinstance(value, str):
+        match = _UNIFORM_TEXT.fullmatch(value)
+        if match:
+            bounds = [match.group(1), match.group(2)]
+    if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+        raise ConfigError(f"{name} = {show(value)} is not a budget; allowed: {allowed}")
+    try:
+        low, high = (float(b) for b in bounds)
+        law = BudgetLaw(low, high)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} = {show(value)} is not a budget; allowed: {allowed}") from None
+    return law.text
+
+
+def budget_law(text: str) -> BudgetLaw:
+    """The :class:`BudgetLaw` of a canonical ``"uniform(a, b)"`` text (from :func:`parse_budget`)."""
+    match = _UNIFORM_TEXT.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not a budget law: {text!r}")
+    return BudgetLaw(float(match.group(1)), float(match.group(2)))
+
+
+# --- kernel side: per-user noise records ----------------------------------------------
+
+
+class UniformBudgetLaplaceNoise(NamedTuple):
+    """``Lap(0, numerator / b)`` per coordinate with the user's budget ``b ~ U(low, low + width)``."""
+
+    numerator: float
+    low: float
+    width: float
+
+
+class UniformBudgetGaussianNoise(NamedTuple):
+    """``N(0, (numerator / b)^2)`` per coordinate with the user's budget ``b ~ U(low, low + width)``."""
+
+    numerator: float
+    low: float
+    width: float
+
+
+@add_noise.register(UniformBudgetLaplaceNoise)
+def _add_uniform_budget_laplace(noise, gen, out):
+    scale = noise.numerator / (noise.low + noise.width * uniform(gen))  # the user's budget first
+    for j in range(out.shape[0]):
+        out[j] += _laplace_draw(gen, scale)
+
+
+@add_noise.register(UniformBudgetGaussianNoise)
+def _add_uniform_budget_gaussian(noise, gen, out):
+    sigma = noise.numerator / (noise.low + noise.width * uniform(gen))
+    for j in range(out.shape[0]):
+        out[j] += _gaussian_draw(gen, sigma)
+
+
+# --- Python side ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClassicalGaussian:
+    """The Gaussian mechanism with the classical calibration ``sigma = D sqrt(2 ln(1.25/delta)) / epsilon``.
+
+    (epsilon, delta)-LDP for epsilon < 1 (Dwork & Roth, Theorem A.1); for
+    larger epsilon it is still (epsilon, delta)-LDP whenever
+    ``gaussian_delta(sigma, epsilon, D) <= delta``, which :attr:`exact_delta`
+    reports.
+
+    Parameters
+    ----------
+    epsilon : float
+        ``> 0``; ``inf`` for no noise.
+    delta : float
+        In (0, 1).
+    sensitivity : float
+        l2 sensitivity ``D``.
+    """
+
+    epsilon: float
+    delta: float
+    sensitivity: float
+
+    name: ClassVar[str] = "gaussian_classical"
+
+    @property
+    def sigma(self) -> float:
+        return classical_gaussian_sigma(self.epsilon, self.delta, self.sensitivity)
+
+    @property
+    def variance(self) -> float:
+        return self.sigma**2
+
+    @property
+    def exact_delta(self) -> float:
+        """The smallest delta this sigma attains at epsilon (Balle & Wang's formula)."""
+        from .mechanisms import gaussian_delta
+
+        return gaussian_delta(self.sigma, self.epsilon, self.sensitivity)
+
+    @property
+    def guarantee(self) -> str:
+        if math.isinf(self.epsilon):
+            return "no privacy (epsilon = inf, Gaussian noise off)"
+        return (f"(epsilon = {_fmt(self.epsilon)}, delta = {_fmt(self.delta)}) LDP (Gaussian, classical calibration, "
+                f"l2 sensitivity {self.sensitivity:.4g}; exact delta at this sigma {self.exact_delta:.3g})")
+
+
+@dataclass(frozen=True)
+class PerUserBudget:
+    """A mechanism whose budget each user draws from ``law``.
+
+    Parameters
+    ----------
+    name : {'laplace', 'gaussian_classical', 'gdp'}
+        The mechanism.
+    law : BudgetLaw
+        Law of the budget (``epsilon`` or ``mu``).
+    dim : int
+        ``p``, the number of gradient coordinates.
+    sensitivity : float
+        l2 sensitivity ``D``.
+    delta : float, optional
+        The classical Gaussian's delta.
+    """
+
+    name: str
+    law: BudgetLaw
+    dim: int
+    sensitivity: float
+    delta: float | None = None
+
+    @property
+    def numerator(self) -> float:
+        """Noise scale times the budget: ``sqrt(p) D`` (Laplace scale), ``D sqrt(2 ln(1.25/delta))``, ``D`` (sd)."""
+        return _numerator(self.name, self.dim, self.sensitivity, self.delta)
+
+    @property
+    def variance(self) -> float:
+        """Mean variance added to each coordinate over users: ``k numerator^2 E[b^-2]`` (k = 2 for Laplace)."""
+        factor = 2.0 if self.name == "laplace" else 1.0
+        return factor * self.numerator**2 * self.law.inverse_moment(2)
+
+    def at(self, budget: float):
+        """The mechanism of a user whose budget is ``budget``."""
+        return _constant(self.name, budget, self.dim, self.sensitivity, self.delta)
+
+    @property
+    def guarantee(self) -> str:
+        """Each user's guarantee, and the run's (the weakest), in one line."""
+        symbol = BUDGET_KEY[self.name]
+        low, high = (_num(b) for b in (self.law.low, self.law.high))
+        kind = {"gdp": f"mu_i-GDP (Gaussian, sd {self.numerator:.4g} / mu_i, l2 sensitivity {self.sensitivity:.4g})",
+                "laplace": f"epsilon_i-LDP (Laplace, scale {self.numerator:.4g} / epsilon_i: l1 sensitivity "
+                           f"sqrt({self.dim}) x {self.sensitivity:.4g})",
+                "gaussian_classical": f"(epsilon_i, delta = {_fmt(self.delta or 0)})-LDP for epsilon_i < 1 (Gaussian, "
+                                      f"classical calibration, sd {self.numerator:.4g} / epsilon_i)"}[self.name]
+        return (f"user i draws {symbol}_i ~ {self.law.text} independently of the data and is {kind}, i.e. between "
+                f"{symbol} = {high} and {symbol} = {low}; the run as a whole (parallel composition): "
+                f"{self.at(self.law.high).guarantee}")
+
+    def record(self):
+        cls = UniformBudgetLaplaceNoise if self.name == "laplace" else UniformBudgetGaussianNoise
+        return cls(float(self.numerator), float(self.law.low), float(self.law.high - self.law.low))
+
+
+@dataclass(frozen=True)
+class GDPGuarantee(GaussianGDP):
+    """:class:`~.gdp.GaussianGDP` whose guarantee also lists (epsilon, delta(epsilon)) at epsilon = 1, 2, 3."""
+
+    @property
+    def guarantee(self) -> str:
+        if math.isinf(self.mu):
+            return "no privacy (mu = inf, Gaussian noise off)"
+        pairs = ", ".join(f"({e}, {gdp_delta(float(e), self.mu):.3g})" for e in (1, 2, 3))
+        return (f"mu = {_fmt(self.mu)} GDP (Gaussian, l2 sensitivity {self.sensitivity:.4g}): "
+                f"(epsilon, delta) LDP for {pairs}, ...")
+
+
+@dataclass(frozen=True)
+class L2Laplace(Laplace):
+    """:class:`~.mechanisms.Laplace` with the l1 sensitivity ``sqrt(p) D`` from the l2 bound ``D`` (004, Example 1)."""
+
+    dim: int = 1
+    l2_sensitivity: float = 1.0
+
+    @property
+    def guarantee(self) -> str:
+        if math.isinf(self.epsilon):
+            return "no privacy (epsilon = inf, Laplace noise off)"
+        return (f"epsilon = {_fmt(self.epsilon)} LDP (Laplace, l1 sensitivity sqrt({self.dim}) x "
+                f"{self.l2_sensitivity:.4g} = {self.sensitivity:.4g})")
+
+
+@dataclass(frozen=True)
+class L2Gaussian(Gaussian):
+    """:class:`~.mechanisms.Gaussian` (analytic calibration) with a guarantee that prints 4 digits of ``D``."""
+
+    @property
+    def guarantee(self) -> str:
+        if math.isinf(self.epsilon):
+            return "no privacy (epsilon = inf, Gaussian noise off)"
+        return (f"(epsilon = {_fmt(self.epsilon)}, delta = {_fmt(self.delta)}) LDP (Gaussian, analytic calibration, "
+                f"l2 sensitivity {self.sensitivity:.4g})")
+
+
+def _numerator(name, dim, sensitivity, delta) -> float:
+    """Noise scale times the budget (see :class:`PerUserBudget`)."""
+    if name == "laplace":
+        return math.sqrt(dim) * sensitivity
+    if name == "gaussian_classical":
+        if delta is None or not 0.0 < delta < 1.0:
+            raise ValueError(f"delta must be in (0, 1), got {delta}")
+        return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta))
+    return sensitivity
+
+
+def _constant(name, budget, dim, sensitivity, delta):
+    if name == "laplace":
+        return L2Laplace(budget, math.sqrt(dim) * sensitivity, dim=dim, l2_sensitivity=sensitivity)
+    if name == "gaussian_classical":
+        return ClassicalGaussian(budget, delta, sensitivity)
+    if name == "gdp":
+        return GDPGuarantee(budget, sensitivity)
+    return L2Gaussian(budget, delta, sensitivity)
+
+
+def online_mechanism(name: str, dim: int, sensitivity: float, budget, delta: float | None = None):
+    """The mechanism of an online model, calibrated to its l2 sensitivity ``D``.
+
+    Parameters
+    ----------
+    name : {'gdp', 'laplace', 'gaussian', 'gaussian_classical'}
+        See the module docstring.
+    dim : int
+        ``p``, the number of gradient coordinates (Laplace's ``sqrt(p)``).
+    sensitivity : float
+        ``D = sup ||grad f(x) - grad f(x')||_2``.
+    budget : float or BudgetLaw
+        ``epsilon`` (Laplace, Gaussian) or ``mu`` (GDP); ``inf`` for no privacy
+        (returns ``None``); a law for per-user budgets.
+    delta : float, optional
+        For the Gaussian mechanisms.
+
+    Returns
+    -------
+    mechanism or None
+        With ``variance`` (per coordinate, averaged over users), ``guarantee``
+        and a kernel record from :func:`online_noise_record`.
+    """
+    if name not in ONLINE_MECHANISMS:
+        raise ValueError(f"mechanism = {name!r} is not one of: {', '.join(ONLINE_MECHANISMS)}")
+    if not (sensitivity > 0 and math.isfinite(sensitivity)):
+        raise ValueError(f"sensitivity must be finite and > 0, got {sensitivity}")
+    _numerator(name, dim, sensitivity, delta)  # checks delta
+    if isinstance(budget, BudgetLaw):
+        if name not in PER_USER_MECHANISMS:
+            raise ValueError(f"mechanism {name!r} has no per-user budgets; allowed: {', '.join(PER_USER_MECHANISMS)}")
+        return PerUserBudget(name, budget, int(dim), sensitivity, delta)
+    budget = float(budget)
+    if math.isinf(budget):
+        return None
+    return _constant(name, budget, int(dim), sensitivity, delta)
+
+
+def online_noise_record(mechanism):
+    """The kernel record of a mechanism from :func:`online_mechanism` (``None``: no noise)."""
+    if mechanism is None:
+        return NoNoise()
+    if isinstance(mechanism, PerUserBudget):
+        return mechanism.record()
+    if isinstance(mechanism, Laplace):
+        return LaplaceNoise(mechanism.scale)
+    return GaussianNoise(float(mechanism.sigma))
+
+
+__all__ = ["BUDGET_KEY", "BudgetLaw", "ClassicalGaussian", "GDPGuarantee", "L2Gaussian", "L2Laplace",
+           "ONLINE_MECHANISMS", "PER_USER_MECHANISMS", "PerUserBudget", "UniformBudgetGaussianNoise",
+           "UniformBudgetLaplaceNoise", "budget_law", "online_mechanism", "online_noise_record", "parse_budget"]
