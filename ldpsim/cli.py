@@ -129,10 +129,17 @@ def _assignments(items) -> dict:
 def _run(args) -> int:
     from . import api
 
+    overrides = _overrides(args)
+    flags = {"n_jobs": "--n-jobs", "out": "--out", "backend": "--backend", "scheduler": "--scheduler",
+             "resume": "--resume", "force": "--force", "progress": "--quiet"}
+    for key in (*flags, "name", "command", "log", "overrides_from", "source"):  # api.run's own arguments
+        if key in overrides:
+            where = f"give {flags[key]} instead" if key in flags else "give --set config keys only"
+            raise ConfigError(f"{key} = {overrides[key]!r} in --set is not a config key: {where}")
     result = api.run(args.config, out=args.out if args.out is not None else api.DEFAULT_OUT, n_jobs=args.n_jobs,
                      backend=args.backend, scheduler=args.scheduler, resume=args.resume, force=args.force,
                      progress=not args.quiet, command=[PROG, *sys.argv[1:]], overrides_from="--set",
-                     **_overrides(args))
+                     **overrides)
     if not args.quiet:
         print(result.render())
     failed = result.meta["n_failed"]
