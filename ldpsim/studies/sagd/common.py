@@ -252,6 +252,8 @@ def data_memory(setting, nodes: int) -> list[tuple[float, str]]:
 def validate_batches(setting, oracle_names) -> None:
     """Mini-batches are DPG-Lap's (Theorem 5) and the baselines': refuse them with DPG-Sparse."""
     m = getattr(setting, "batch_size", None)
+    if m is not None and m > setting.n:  # m = n is the full batch; a larger one is a typo, not a batch
+        raise ConfigError(f"batch_size = {show(m)} is outside [1, n] = [1, {setting.n}]")
     if m is not None and m < setting.n and "sparse" in oracle_names:
         raise ConfigError(f"batch_size = {m} with DPG-Sparse: mini-batch SAGD is defined for DPG-Lap (001, Theorem 5); "
                           "drop batch_size or the sparse oracle")

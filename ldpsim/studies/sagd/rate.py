@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from ...engine.config import ConfigError, Key, Range, show
+from ...engine.config import ConfigError, Key, Range, check_range, show
 from ...engine.rng import as_generator
 from ...reporting.stats import mean_se
 from ..base import Study, title_of
@@ -97,6 +97,8 @@ class RateStudy(Study):
     }
 
     def validate(self, s, options):
+        decades = options["fit_decades"]  # 10^decades must be a float (16 decades span every n <= 2^53)
+        check_range("fit_decades", decades, decades <= 16 or math.isinf(decades), "(0, 16] or inf")
         model = checked_model(s, options["nodes"])
         scaled = s.T_factor * theorem_T(s, model)  # a float (n <= 2^53): inf if it overflows
         check_steps("T_factor", s.T_factor, max(1.0, math.ceil(scaled) if math.isfinite(scaled) else scaled), s.n,
