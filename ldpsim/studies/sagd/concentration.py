@@ -195,7 +195,7 @@ class ConcentrationStudy(Study):
             d = setting.d
             gen_f, gen_se = pooled_frequency(exceed[:, 2 * m], steps)
             paid_mean, paid_se = mean_se(paid)
-            prow.update({"queries": paid_mean, "queries_se": paid_se, "steps_mean": float(steps.mean())})
+            prow.update({"queries": paid_mean, "queries_se": paid_se, "steps_mean": float(steps.mean()) if steps.size else math.nan})
             privacy.append(prow)
             for i, level in enumerate(mu):
                 f, se = pooled_frequency(exceed[:, i], steps)

@@ -103,7 +103,8 @@ def rate_figure(out: Path, tables: dict, title: str = "") -> list[str]:
         ax.set_ylabel("E[.]")
         ax.set_title(", ".join(f"{k} = {v}" for k, v in zip(split, ident)) + " (dotted: n^-2/3)", fontsize=9)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:  # a panel whose replications all failed has nothing to label
+            ax.legend(fontsize=7)
     if title:
         _suptitle(fig, title + " (bars: +-2 SE)", 70 * min(len(panels), 2))
     fig.savefig(out / "rate.png", dpi=120)
