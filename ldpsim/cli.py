@@ -139,10 +139,11 @@ def _assignments(items) -> dict:
 def _run(args) -> int:
     from . import api
 
+    overrides = _overrides(args)
     result = api.run(args.config, out=args.out if args.out is not None else api.DEFAULT_OUT, n_jobs=args.n_jobs,
                      backend=args.backend, scheduler=args.scheduler, resume=args.resume, force=args.force,
                      progress=not args.quiet, command=[PROG, *sys.argv[1:]], overrides_from="--set",
-                     **_overrides(args))
+                     **overrides)
     if not args.quiet:
         print(result.render())
     failed = result.meta["n_failed"]

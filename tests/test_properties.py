@@ -19,6 +19,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -45,7 +46,14 @@ PLAUSIBLE = {
     "gamma": [0.51, 0.75, 0.9, 1.0, 0.4], "theta0": [0, 0.5, -1], "beta": [0.75, 0.6, 0.9], "level": [0.9, 0.8],
     "multiplier": ["uniform", "rademacher", "gaussian", "mammen"], "methods": [["BB"], ["SN", "oracle"], "BM"],
     "seed": [1, 7, 0], "study": sorted(STUDIES),
+    # dpsgd and sagd
+    "oracle": ["lap", "sparse", ["lap", "sparse"]], "sampling": ["swor", "poisson", "cyclic"],
+    "design": ["identity", "toeplitz"], "calibration": ["exact", "printed"], "mu": [2, "inf", [1, 2]],
+    "eta": ["theorem", 0.1], "budget": ["theorem", "T", 5], "threshold": [4, 1],
 }
+#: Methods of the dpsgd and sagd studies (the coverage study's are in PLAUSIBLE).
+STUDY_METHODS = {"dpsgd": [["plugin", "RS"], ["oracle", "BM"], ["BB"], ["DPGD", "plugin"]],
+                 "sagd_generalization": [["sagd_lap", "adam"], ["sagd_sparse"], ["rmsprop"]]}
 #: The keys that size the work: tiny valid values, or invalid ones (never a large valid one).
 SIZED = {
     "n": [3000, 4000, [3000, 4000], 1, 0, -5, 2.5, 1e19, 1e30, "abc", "1e3.5", None, [], True, "inf"],
@@ -59,6 +67,16 @@ SIZED = {
     "kappa": [1, 1.1, 0, 3.5, -1, None, "x"],
     "T2_max": [2, 3, 0, 1e9, None],
     "T2_every": [1, 2, 0, 1e9, None],
+    # sagd: steps (T, epochs, T_factor, and T = 2 n sigma^2 / G1^2 when T is 'theorem', G1 set by radius and
+    # scale), the dimension and the quadrature nodes per axis (a population gradient costs nodes^2 x d)
+    "T": [20, 50, 0, -1, 1e15, 2.5, None, "x"],
+    "epochs": [2, 5, 0, -1, 1e7, None, "x"],
+    "T_factor": [1, 10, 0, -1, 1e300, float("inf"), None],
+    "sigma": [0.5, 1, 0, -1, 1e-300, 1e-9, 1e300, None, "theorem", "x"],
+    "radius": [1, 2, 0, -1, 1e-300, 1e300, None],
+    "scale": [1, 2, 0, 1e-300, 1e300, None],
+    "d": [3, 5, 2, 0, 1001, 1e9, None, 2.5],
+    "nodes": [4, 8, 3, 0, 513, 1e9, None],
 }
 #: Every registered study's keys: a new study is drawn from as soon as it is in STUDIES (add its keys that
 #: size the work to SIZED, so that accepted runs stay tiny).
@@ -142,6 +160,47 @@ COMMON = dict(deadline=None, derandomize=True, database=None,
 @settings(max_examples=45, **COMMON)
 @given(mappings())
 def test_run_accepts_or_refuses_in_one_line(mapping):
+    run_and_compare(mapping)
+
+
+#: Tiny valid settings of the dpsgd and sagd studies (their keys are few among all studies' keys, so the
+#: mixed mappings above seldom reach them): each example below is one of them with up to five keys drawn.
+STUDY_BASE = {
+    "dpsgd": {"n": 200, "reps": 2, "B": 50, "kappa": 1.5},
+    "sagd_concentration": {"n": 200, "reps": 2, "T": 20, "nodes": 8},
+    "sagd_generalization": {"n": 50, "reps": 2, "epochs": 3, "nodes": 8, "checkpoints": 2},
+    "sagd_rate": {"n": [200, 400], "reps": 2, "nodes": 8},
+}
+
+
+@st.composite
+def study_mappings(draw, study):
+    keys = draw(st.lists(st.sampled_from(sorted(k.name for k in STUDIES[study].keys)), max_size=5, unique=True))
+    mapping = {"study": study, **STUDY_BASE[study]}
+    wild = draw(st.booleans())
+    for key in keys:
+        if key == "methods" and study in STUDY_METHODS:
+            plausible = st.sampled_from(STUDY_METHODS[study])
+            mapping[key] = draw(st.one_of(plausible, WILD) if wild else plausible)
+        else:
+            mapping[key] = draw(value_for(key, wild=wild))
+    if wild and draw(st.booleans()):
+        mapping[draw(UNKNOWN)] = draw(SCALAR)
+    return mapping
+
+
+@pytest.mark.parametrize("study", sorted(STUDY_BASE))
+def test_dpsgd_and_sagd_configs_run_or_refuse_in_one_line(study):
+    @settings(max_examples=7, **COMMON)
+    @given(study_mappings(study))
+    def check(mapping):
+        run_and_compare(mapping)
+
+    check()
+
+
+def run_and_compare(mapping):
+    """``run`` of the mapping as a config file: accepted, or one line; the Python API says the same."""
     with tempfile.TemporaryDirectory() as tmp:
         config = write_config(Path(tmp), mapping)
         status, err = run_cli(["run", str(config), "--out", str(Path(tmp) / "o"), "--quiet", "--n-jobs", "1"])

@@ -335,7 +335,7 @@ def test_pooled_frequency_is_the_mean_of_per_replication_frequencies_when_steps_
 def test_config_errors_name_the_key():
     with pytest.raises(ldpsim.ConfigError, match=r"^batch_size = 10 with DPG-Sparse"):
         resolve({"study": "sagd_concentration", "batch_size": 10, "n": 100, "oracle": "sparse"})
-    with pytest.raises(ldpsim.ConfigError, match=r"^budget = 'all' is not an integer >= 1 or one of: theorem, T"):
+    with pytest.raises(ldpsim.ConfigError, match=r"^budget = 'all' is not an integer in \[1, 2\^53\] or one of: theorem, T"):
         resolve({"study": "sagd_concentration", "budget": "all"})
     with pytest.raises(ldpsim.ConfigError, match=r"^mu contains -1, outside \(0, inf\)"):
         resolve({"study": "sagd_concentration", "mu": [1, -1]})

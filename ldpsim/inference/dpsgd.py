@@ -64,13 +64,22 @@ def sandwich(a: np.ndarray, s: np.ndarray, floor: float = 0.0):
     Returns
     -------
     v, a_inv2 : numpy.ndarray
-        ``(d, d)`` each.
+        ``(d, d)`` each; NaN if ``A`` or ``S`` is not finite (moments at a
+        point so far out that they overflow: no interval, the replication is
+        counted as failed).
     """
+    if not (np.isfinite(a).all() and np.isfinite(s).all()):  # LAPACK would not converge on them
+        nan = np.full(np.shape(a), np.nan)
+        return nan, nan.copy()
     a = (a + a.T) / 2.0
-    w, u = np.linalg.eigh(a)
+    try:
+        w, u = np.linalg.eigh(a)
+        ws, us = np.linalg.eigh((s + s.T) / 2.0)
+    except np.linalg.LinAlgError:  # entries so large that LAPACK's iterations overflow
+        nan = np.full(np.shape(a), np.nan)
+        return nan, nan.copy()
     w = np.maximum(w, max(floor, 1e-8 * np.max(np.abs(w))))
     a_inv = (u / w) @ u.T
-    ws, us = np.linalg.eigh((s + s.T) / 2.0)
     s = (us * np.maximum(ws, 0.0)) @ us.T  # a covariance: noise can make S~ indefinite
     v = a_inv @ s @ a_inv
     return (v + v.T) / 2.0, a_inv @ a_inv

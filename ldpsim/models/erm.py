@@ -286,8 +286,18 @@ def population_loss(params, w):
 
 
 def _symmetric_jacobi(k: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Gauss-Jacobi nodes and weights (summing to 1) for the weight ``(1 - u^2)^alpha``, made exactly symmetric."""
-    nodes, weights = special.roots_jacobi(k, alpha, alpha)
+    """Gauss-Jacobi nodes and weights (summing to 1) for the weight ``(1 - u^2)^alpha``, made exactly symmetric.
+
+    Raises
+    ------
+    ValueError
+        If scipy's rule is not finite (its Newton refinement fails for many
+        nodes and a large ``alpha``: 400 nodes at ``alpha = 348``).
+    """
+    with np.errstate(all="ignore"):
+        nodes, weights = special.roots_jacobi(k, alpha, alpha)
+    if not (np.isfinite(nodes).all() and np.isfinite(weights).all() and weights.sum() > 0):
+        raise ValueError(f"the Gauss-Jacobi rule of {k} nodes for the weight (1 - u^2)^{alpha:g} is not finite")
     nodes = (nodes - nodes[::-1]) / 2.0
     weights = (weights + weights[::-1]) / 2.0
     return nodes, weights / weights.sum()

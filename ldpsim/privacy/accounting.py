@@ -17,8 +17,11 @@ an example used in ``k`` steps is ``sqrt(k) / sigma``-GDP by composition.
 
 Both CLT expressions are computed without overflow for small ``sigma`` (in
 logs) and without cancellation for large ``sigma`` (``expm1`` and the exact
-cancellation of the Phi terms rewritten), and inverted for ``sigma`` by
-Brent's method in ``log sigma``. mu-GDP <-> (epsilon, delta) goes through
+cancellation of the Phi terms rewritten; beyond ``sigma = 1e3``, where that
+cancellation still costs ``1e-16 sigma`` of relative precision, by their
+series in ``1 / sigma``), and inverted for ``sigma`` by Brent's method in
+``log sigma``; a ``mu`` whose ``sigma`` lies outside the floating-point range
+is a ``ValueError`` that says so. mu-GDP <-> (epsilon, delta) goes through
 :mod:`.gdp`. :func:`dp_accounting_epsilons` asks Google's ``dp-accounting``
 package (the ``accounting`` extra) for the epsilon of the actual sampled
 Gaussian mechanism, to show how far the CLT is from an exact accountant.
@@ -38,6 +41,15 @@ SAMPLINGS = ("swor", "poisson", "cyclic")
 NEIGHBOURS = {"swor": "replace-one", "poisson": "add/remove", "cyclic": "replace-one"}
 
 
+#: Above this noise multiplier the CLT's ``f(sigma)`` is computed by its series in ``1 / sigma``.
+SERIES_SIGMA = 1e3
+#: ``log sigma`` beyond which a noise multiplier is not a float (``e^709.78`` is the largest).
+MAX_LOG_SIGMA = 709.0
+_PHI0 = 1.0 / math.sqrt(2.0 * math.pi)
+_TWO_PHI0 = 2.0 * _PHI0
+_LOG2 = math.log(2.0)
+
+
 def _log_ndtr(x: float) -> float:
     return float(special.log_ndtr(x))
 
@@ -52,6 +64,12 @@ def _swor_log_f(sigma: float) -> float:
     ``ndtr`` of small arguments (``3 Phi(-c) - 1 - Phi(-b) = 3 (Phi(-c) - 1/2) - (Phi(-b) - 1/2)``
     with ``Phi(-x) - 1/2 = -erf(x / sqrt 2) / 2``).
     """
+    if sigma > SERIES_SIGMA:
+        # f = (x^2/2) (1 + 2 phi(0) x + x^2/2 + (3/4) phi(0) x^3 + x^4/6 + 0.086 x^5 + ...), x = 1/sigma (Taylor,
+        # checked against 60 digits): the first term left out is below 1e-16 here, where the closed form below
+        # loses 1e-16 sigma of relative precision to the cancellation of its O(x) terms (at sigma ~ 1e16, all)
+        x = 1.0 / sigma
+        return 2.0 * math.log(x) - _LOG2 + math.log1p(x * (_TWO_PHI0 + x * (0.5 + x * (0.75 * _PHI0 + x / 6.0))))
     a = 1.0 / (sigma * sigma)
     b, c = 1.5 / sigma, 0.5 / sigma
     if a > 600.0:  # e^a overflows: log f = a + log Phi(b) + log(1 + rest), rest ~ e^-a
@@ -63,6 +81,9 @@ def _swor_log_f(sigma: float) -> float:
 
 def _poisson_log_f(sigma: float) -> float:
     """``log(e^(1/sigma^2) - 1)`` without overflow."""
+    if sigma > SERIES_SIGMA:  # e^a - 1 = a (1 + a/2 + a^2/6 + ...), and a = 1/sigma^2 may underflow
+        a = 1.0 / (sigma * sigma)
+        return -2.0 * math.log(sigma) + math.log1p(a * (0.5 + a / 6.0))
     a = 1.0 / (sigma * sigma)
     if a > 600.0:
         return a + math.log(-math.expm1(-a))
@@ -111,7 +132,10 @@ def clt_mu(sigma: float, q: float, steps: int, sampling: str = "swor") -> float:
         scale = q * math.sqrt(steps)
     else:
         raise ValueError(f"sampling must be one of {', '.join(SAMPLINGS)}, got {sampling!r}")
-    return scale * math.exp(0.5 * log_f)
+    try:
+        return scale * math.exp(0.5 * log_f)
+    except OverflowError:  # a tiny sigma: mu beyond the largest float
+        return math.inf
 
 
 def clt_sigma(mu: float, q: float, steps: int, sampling: str = "swor") -> float:
@@ -124,18 +148,37 @@ def clt_sigma(mu: float, q: float, steps: int, sampling: str = "swor") -> float:
         return 0.0
     _check("mu", mu)
     if sampling == "cyclic":
-        return math.sqrt(math.ceil(steps * q - 1e-9)) / mu
+        sigma = math.sqrt(math.ceil(steps * q - 1e-9)) / mu
+        if not math.isfinite(sigma):
+            raise ValueError(f"mu = {mu:g} needs a noise multiplier sigma = sqrt(ceil(T q)) / mu above the largest "
+                             "float")
+        return sigma
     log_mu = math.log(mu)
 
     def excess(log_sigma):
-        return math.log(clt_mu(math.exp(log_sigma), q, steps, sampling)) - log_mu
+        value = clt_mu(math.exp(log_sigma), q, steps, sampling)
+        if 0.0 < value < math.inf:
+            return math.log(value) - log_mu
+        return _log_clt_mu(math.exp(log_sigma), q, steps, sampling) - log_mu  # mu below the smallest float
 
     lo, hi = -1.0, 1.0
     while excess(lo) < 0:
         lo -= 1.0
+        if lo < -MAX_LOG_SIGMA:  # not reached: mu = 1.8e308 needs sigma ~ 0.027
+            raise ValueError(f"mu = {mu:g} needs a noise multiplier sigma below e^-{MAX_LOG_SIGMA:g}")
     while excess(hi) > 0:
         hi += 1.0
+        if hi > MAX_LOG_SIGMA:
+            raise ValueError(f"mu = {mu:g} needs a noise multiplier sigma above e^{MAX_LOG_SIGMA:g} ~ 1e308, "
+                             "the largest float")
     return math.exp(optimize.brentq(excess, lo, hi, xtol=1e-14, rtol=1e-14, maxiter=200))
+
+
+def _log_clt_mu(sigma: float, q: float, steps: int, sampling: str) -> float:
+    """``log clt_mu``, for noise so large that ``mu`` itself underflows (swor and poisson)."""
+    if sampling == "swor":
+        return math.log(math.sqrt(2.0) * q * math.sqrt(steps)) + 0.5 * _swor_log_f(sigma)
+    return math.log(q * math.sqrt(steps)) + 0.5 * _poisson_log_f(sigma)
 
 
 def step_noise_sd(sigma: float, clip: float, batch_size: int, sampling: str = "swor") -> float:
@@ -211,5 +254,6 @@ def dp_accounting_epsilons(sigma: float, q: float, steps: int, sampling: str, de
     return out
 
 
-__all__ = ["NEIGHBOURS", "SAMPLINGS", "clt_mu", "clt_sigma", "dp_accounting_epsilons", "gdp_summary",
+__all__ = ["MAX_LOG_SIGMA", "NEIGHBOURS", "SAMPLINGS", "SERIES_SIGMA", "clt_mu", "clt_sigma", "dp_accounting_epsilons",
+           "gdp_summary",
            "mu_from_epsilon_delta", "step_noise_sd"]

@@ -29,6 +29,10 @@ from __future__ import annotations
 import math
 
 
+#: Largest ``x`` with ``e^x`` a float.
+MAX_EXP = math.log(2.0 ** 1023 * (2.0 - 2.0 ** -52))
+
+
 def _check_epsilon0(epsilon0: float) -> None:
     if not (epsilon0 >= 0 and math.isfinite(epsilon0)):  # also catches nan
         raise ValueError(f"epsilon0 must be finite and >= 0, got {epsilon0}")
@@ -85,11 +89,17 @@ def advanced_composition(epsilon0: float, k: int, delta_prime: float, delta0: fl
     -------
     epsilon, delta : float
         ``sqrt(2 k ln(1/delta')) epsilon0 + k epsilon0 (e^epsilon0 - 1)`` and
-        ``k delta0 + delta'``. ``(0, delta')`` for ``k = 0``.
+        ``k delta0 + delta'``. ``(0, delta')`` for ``k = 0``; an epsilon
+        beyond the largest float is ``inf`` (the theorem then promises
+        nothing a float can state; basic composition may still).
     """
     _check_epsilon0(epsilon0)
     k = _check_k(k)
     _check_delta("delta_prime", delta_prime)
+    if k == 0:
+        return 0.0, float(delta_prime)
+    if epsilon0 > MAX_EXP:  # e^epsilon0 is not a float
+        return math.inf, k * float(delta0) + float(delta_prime)
     eps = math.sqrt(2.0 * k * math.log(1.0 / delta_prime)) * epsilon0 + k * epsilon0 * math.expm1(epsilon0)
     return eps, k * float(delta0) + float(delta_prime)
 
@@ -131,5 +141,5 @@ def above_threshold_epsilon(sensitivity: float, threshold_scale: float, query_sc
     return sensitivity / threshold_scale + 2.0 * sensitivity / query_scale
 
 
-__all__ = ["above_threshold_epsilon", "advanced_composition", "basic_composition", "composition_epsilon",
+__all__ = ["MAX_EXP", "above_threshold_epsilon", "advanced_composition", "basic_composition", "composition_epsilon",
            "laplace_epsilon"]

@@ -17,7 +17,8 @@ import numpy as np
 
 from ...inference import dpsgd as dpi
 from ...inference.streaming import StreamLayout, floor_power
-from ...privacy.accounting import clt_sigma, step_noise_sd
+from ...engine.config import show
+from ...privacy.accounting import MAX_LOG_SIGMA, clt_mu, clt_sigma, step_noise_sd
 from . import glm
 
 #: Interval methods, in table order.
@@ -75,6 +76,45 @@ def calibrate(s, methods) -> Calibration:
                        glm.design_cholesky(s.design, DIM))
 
 
+def noise_problem(s, options) -> str | None:
+    """Why the noise of some quantity ``s`` releases is not a finite number, or ``None`` (one line).
+
+    The path's ``sigma`` and ``sigma_1`` (``mu``, ``clip``), the noise of
+    ``A~`` and ``S~`` (``mu_var``, ``clip_hessian``, ``clip``) and of DP-GD
+    (``mu``, ``gd_step``, ``clip``): a noise beyond the largest float makes
+    every replication's numbers NaN, so such a setting is refused; the line
+    says which key to change, and how far.
+    """
+    methods = options["methods"]
+    steps = floor_power(s.n, s.kappa)
+    q = s.batch_size / s.n
+    if not math.isinf(s.mu):  # the path runs whatever the methods
+        sens = step_noise_sd(1.0, s.clip, s.batch_size, s.sampling) * (2.0 if s.calibration == "printed" else 1.0)
+        try:
+            sigma = clt_sigma(s.mu, q, steps, s.sampling)
+        except ValueError:
+            sigma = math.inf
+        if not math.isfinite(sigma * sens):
+            # the smallest mu whose sigma_1 = sigma x sens is a float
+            top = min(math.exp(MAX_LOG_SIGMA), 1.7e308 / sens)
+            smallest = clt_mu(top, q, steps, s.sampling)
+            return (f"mu = {show(s.mu)} needs step noise sigma_1 = sigma x {sens:.3g} beyond the largest float "
+                    f"(clip = {show(s.clip)}, T = {steps}); allowed here: mu >= {smallest:.3g}")
+    if not math.isinf(s.mu_var) and any(m in PRIVATE_MOMENT_METHODS for m in methods):
+        for key, bound, text in (("clip_hessian", s.clip_hessian, "clip_hessian"), ("clip", s.clip * s.clip, "clip^2")):
+            if not math.isfinite(glm.matrix_noise_sd(bound, s.n, s.mu_var)):
+                largest = "A~" if key == "clip_hessian" else "S~"
+                return (f"mu_var = {show(s.mu_var)} with {key} = {show(getattr(s, key))}: the noise SD of {largest}, "
+                        f"2 {text} / (n mu_var), is beyond the largest float; raise mu_var or lower {key}")
+    if "DPGD" in methods:
+        worst = max(t2 for method, t2 in output_columns(options) if method == "DPGD")
+        if not math.isfinite(dpgd_noise_sd(s, worst)):
+            return (f"mu = {show(s.mu)} with gd_step = {show(s.gd_step)}, clip = {show(s.clip)}: DP-GD's noise SD "
+                    f"2 gd_step clip sqrt(T2) / (n mu) at T2 = {worst} is beyond the largest float; raise mu or "
+                    "lower gd_step or clip")
+    return None
+
+
 def dpgd_noise_sd(s, steps: int) -> float:
     """Per-step SD of DP-GD's noise: ``2 step clip sqrt(T2) / (n mu)`` (each step mu / sqrt(T2)-GDP)."""
     if math.isinf(s.mu):
@@ -84,4 +124,4 @@ def dpgd_noise_sd(s, steps: int) -> float:
 
 
 __all__ = ["Calibration", "DEFAULT_CLIP", "DEFAULT_CLIP_HESSIAN", "DEFAULT_METHODS", "DIM", "METHODS", "PATH_METHODS",
-           "PRIVATE_MOMENT_METHODS", "calibrate", "dpgd_noise_sd", "output_columns"]
+           "PRIVATE_MOMENT_METHODS", "calibrate", "dpgd_noise_sd", "noise_problem", "output_columns"]

@@ -82,8 +82,9 @@ def _coverage_length(Figure, out, rows, title, level):
 
 
 def _mse_iterations(Figure, out, accuracy, title):
-    rows = [r for r in accuracy if r["estimator"] in ("DP-SGD", "oracle")]
-    keys = [k for k in columns_before(rows, "estimator") if k not in ("kappa", "n")]
+    keys = [k for k in columns_before(accuracy, "estimator") if k not in ("kappa", "n")]
+    # a log axis holds positive values only: a setting whose replications all failed (NaN) is left out
+    rows = [r for r in accuracy if r["estimator"] in ("DP-SGD", "oracle") and r["mse"] > 0 and math.isfinite(r["mse"])]
     fig = Figure(figsize=(6.4, 4.4), layout="constrained")
     ax = fig.subplots()
     groups: dict[tuple, list[dict]] = {}
@@ -114,7 +115,8 @@ def _mse_iterations(Figure, out, accuracy, title):
     ax.set_xlabel("T (iterations)")
     ax.set_ylabel("E ||estimate - theta*||^2")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
     if title:
         ax.set_title(textwrap.fill(title + " (bands +-2 SE)", 90), fontsize=7)
     fig.savefig(out / "mse_iterations.png", dpi=110)

@@ -104,8 +104,17 @@ def full_sample_fit(model: str, X, y, max_iter: int = 100):
     Linear: OLS, ``s^2 (X'X / n)^-1`` with ``s^2 = RSS / (n - d)``. Logistic:
     the MLE by Newton's method from 0 (step halving if the likelihood falls),
     ``(X'WX / n)^-1``. Returns ``(estimate, covariance, converged)``; a
-    separated logistic sample has no MLE: ``converged`` is False.
+    separated logistic sample has no MLE: ``converged`` is False (so is a
+    fit whose linear algebra fails: a singular ``X'X`` or information).
     """
+    try:
+        return _full_sample_fit(model, X, y, max_iter)
+    except np.linalg.LinAlgError:
+        d = X.shape[1]
+        return np.full(d, np.nan), np.full((d, d), np.nan), False
+
+
+def _full_sample_fit(model, X, y, max_iter):
     n, d = X.shape
     if model == "linear":
         xtx = X.T @ X

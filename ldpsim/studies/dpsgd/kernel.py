@@ -42,7 +42,7 @@ import math
 import numpy as np
 
 from ...engine.jit import jit
-from ...engine.rng import exponential, kernel_rng, normal, uniform
+from ...engine.rng import exponential, kernel_rng, local_rng, normal, release_rng, uniform
 from ...inference.streaming import PathState, StreamLayout
 from ...recursion.kernels import sn_add, sn_read, sn_recentre, step_ratio_coefficients, step_size
 from ...recursion.twins import _coefficients, _step_size, _sum_of_squares
@@ -59,7 +59,8 @@ MODEL_CODES = {"linear": LINEAR, "logistic": LOGISTIC}
 
 
 @jit
-def _draw_data(gen, logistic, chol, theta_hi, theta_star, z, X, y, xnorm):
+def _draw_data(stream, logistic, chol, theta_hi, theta_star, z, X, y, xnorm):
+    gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
     n, d = X.shape
     for j in range(d):
         theta_star[j] = theta_hi * uniform(gen)
@@ -80,6 +81,7 @@ def _draw_data(gen, logistic, chol, theta_hi, theta_star, z, X, y, xnorm):
             y[i] = 1.0 if uniform(gen) * (1.0 + math.exp(-mean)) < 1.0 else 0.0  # u < s(mean)
         else:
             y[i] = mean + normal(gen)
+    release_rng(stream, gen)
 
 
 def draw_data(gen: np.random.Generator, model: str, chol: np.ndarray, n: int, theta_hi: float):
@@ -174,11 +176,12 @@ def _add_clipped_twin(X, y, xnorm, i, theta, logistic, clip, grad):
 
 
 @jit
-def _dpsgd_path(gen, X, y, xnorm, logistic, sampling, steps, m, c, gamma, clip, sigma1, inv_lambda, perm,
+def _dpsgd_path(stream, X, y, xnorm, logistic, sampling, steps, m, c, gamma, clip, sigma1, inv_lambda, perm,
                 theta, grad, ref, s, a, t, block_len, blocks, block, batch_ends, batches, batch, counts):
     # theta starts at theta0; grad, ref, s, a, t, block and batch are zeroed (d,) work arrays.
     # On return theta holds theta_bar_T, s holds V_T = T^-2 sum_t S_t^2 (the random-scaling sums),
     # counts = (clipped per-example gradients, examples used).
+    gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
     n, d = X.shape
     ref[:] = theta
     n_blocks = blocks.shape[0]
@@ -247,7 +250,9 @@ def _dpsgd_path(gen, X, y, xnorm, logistic, sampling, steps, m, c, gamma, clip, 
             pow2 *= 2
             if not finite:  # diverged: stop, the study counts it
                 counts[0], counts[1] = clipped, used
+                release_rng(stream, gen)
                 return i
+    release_rng(stream, gen)
     for q in range(d):
         theta[q], s[q] = sn_read(s[q], a[q], t[q], ref[q], float(steps))
     counts[0], counts[1] = clipped, used
@@ -405,7 +410,8 @@ def run_dpsgd_twin(gen: np.random.Generator, X, y, xnorm, model: str, sampling: 
 
 
 @jit
-def _dpgd_path(gen, X, y, xnorm, logistic, steps, step, clip, noise_sd, theta, grad):
+def _dpgd_path(stream, X, y, xnorm, logistic, steps, step, clip, noise_sd, theta, grad):
+    gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
     n, d = X.shape
     inv_n = 1.0 / n
     for _ in range(steps):
@@ -415,6 +421,7 @@ def _dpgd_path(gen, X, y, xnorm, logistic, steps, step, clip, noise_sd, theta, g
             noise = noise_sd * normal(gen) if noise_sd > 0.0 else 0.0
             theta[q] = theta[q] - step * (grad[q] * inv_n) + noise
             grad[q] = 0.0
+    release_rng(stream, gen)
 
 
 def run_dpgd(gen: np.random.Generator, X, y, xnorm, model: str, steps: int, step: float, clip: float,

@@ -23,7 +23,8 @@ import math
 
 import numpy as np
 
-from ...engine.config import ConfigError, Key, Range, check_range
+from ...engine.config import ConfigError, Key, Range, check_range, check_run_memory, show
+from ...engine.resources import FLOAT
 from ...engine.rng import as_generator
 from ...inference import dpsgd as dpi
 from ...inference.intervals import (MIN_BOOTSTRAP_DRAWS, MULTIPLIERS, batch_means, block_bootstrap,
@@ -32,10 +33,19 @@ from ...inference.streaming import StreamLayout, floor_power
 from ...privacy.accounting import SAMPLINGS
 from ...recursion.keys import GAMMA_WARNING_KINDS, MAX_STEPS, gamma_warnings
 from ..base import Study, title_of
+from ..coverage.study import MANY_BATCHES, resolved
 from . import glm
 from .calibration import (DEFAULT_CLIP, DEFAULT_CLIP_HESSIAN, DEFAULT_METHODS, DIM, METHODS, calibrate,
-                          dpgd_noise_sd, output_columns)
+                          dpgd_noise_sd, noise_problem, output_columns)
 from .kernel import draw_data, draw_data_twin, run_dpgd, run_dpgd_twin, run_dpsgd, run_dpsgd_twin
+
+#: Doubles one replication holds per data point at its peak (measured with tracemalloc: 18 at d = 3): the
+#: sample (X, y, ||x||, the permutation) and the full-sample fits' and clipped moments' temporaries.
+DOUBLES_PER_POINT = 20
+#: Finite GDP budgets: their epsilon (about mu^2 / 2 for a large mu) and the composition
+#: sqrt(mu^2 + mu_var^2) with the budget of A~, S~ are floats, neither overflowing nor underflowing.
+MU_MIN, MU_MAX = 1e-100, 1e100
+MU_RANGE = "[1e-100, 1e100] or inf"
 
 DPSGD_KEYS = (
     Key("model", "choice", "linear", choices=("linear", "logistic"), help="linear or logistic regression, d = 3"),
@@ -43,8 +53,9 @@ DPSGD_KEYS = (
         help="covariates N(0, Sigma): Sigma = I or 0.5^|i-j|"),
     Key("sampling", "choice", "swor", choices=SAMPLINGS,
         help="mini-batches: without replacement, Poisson (rate m/n) or cyclic passes"),
-    Key("mu", "float", 2.0, range=Range("(0, inf]"), help="GDP budget of the DP-SGD path; inf: non-private"),
-    Key("mu_var", "float", None, nullable=True, range=Range("(0, inf]"),
+    # a finite mu must lie in [MU_MIN, MU_MAX]: the check is in validate (the key's range lets inf in)
+    Key("mu", "float", 2.0, range=Range("(0, inf]", MU_RANGE), help="GDP budget of the DP-SGD path; inf: non-private"),
+    Key("mu_var", "float", None, nullable=True, range=Range("(0, inf]", MU_RANGE),
         help="GDP budget of the private A~, S~ (plug-in, corrected RS); default: mu"),
     Key("calibration", "choice", "exact", choices=("exact", "printed"),
         help="sigma_1 = 2 sigma clip / m (exact) or 002's printed 2 sigma Delta_g / m, Delta_g = 2 clip"),
@@ -63,7 +74,7 @@ DPSGD_KEYS = (
         help=f"bootstrap draws of BB (at least {MIN_BOOTSTRAP_DRAWS}, and 2 / (1 - level))"),
     Key("level", "float", 0.95, range=Range("[0.001, 0.99999]"), help="nominal coverage"),
     Key("multiplier", "choice", "uniform", choices=MULTIPLIERS, help="BB multiplier law"),
-    Key("n", "int", 1000, range=Range("[10, inf)"), help="sample size"),
+    Key("n", "int", 1000, range=Range(f"[10, {MAX_STEPS}]", "[10, 2^53]"), help="sample size"),
     Key("methods", "choices", DEFAULT_METHODS, grid=False, choices=METHODS, help="interval methods"),
     Key("T2_max", "int", 30, grid=False, range=Range("[1, 10000]"),
         help="method DPGD runs DP-GD for T2 = T2_every, 2 T2_every, ... <= T2_max iterations"),
@@ -84,8 +95,19 @@ class DpsgdStudy(Study):
                    "steps that use an example"),
     }
     compute_sources = ("engine/dispatch.py", "engine/rng.py", "privacy", "inference", "recursion",
-                       "studies/base.py", "studies/dpsgd/kernel.py", "studies/dpsgd/glm.py", "studies/dpsgd/calibration.py",
-                       "studies/dpsgd/study.py")
+                       "studies/base.py", "studies/dpsgd/kernel.py", "studies/dpsgd/glm.py",
+                       "studies/dpsgd/calibration.py", "studies/dpsgd/study.py")
+    table_columns = {
+        "summary": {"method": "text", "coord": "count", "n": "positive", "reps": "count", "n_failed": "count",
+                    "coverage": "number", "coverage_se": "number", "length": "number", "length_se": "number",
+                    "T": "count"},
+        "accuracy": {"estimator": "text", "n": "positive", "T": "count", "reps": "count", "n_failed": "count",
+                     "mse": "number", "mse_se": "number", "rmse": "number", "mse_ratio": "number",
+                     "mse_ratio_se": "number"},
+        "privacy": {"n": "positive", "T": "positive", "sampling": "text", "sigma": "number", "sigma1": "number",
+                    "mu": "number", "mu_total": "number", "eps_clt": "number", "eps_rdp": "number",
+                    "eps_pld": "number", "clip_rate_path": "number", "clip_rate_star": "number"},
+    }
 
     # --- configuration
 
@@ -106,6 +128,9 @@ class DpsgdStudy(Study):
 
     def validate(self, s, options):
         methods = options["methods"]
+        for key in ("mu", "mu_var"):
+            value = getattr(s, key)
+            check_range(key, value, MU_MIN <= value <= MU_MAX or math.isinf(value), MU_RANGE)
         check_range("batch_size", s.batch_size, s.batch_size <= s.n, f"[1, n] = [1, {s.n}]")
         if math.isinf(s.clip) and not (math.isinf(s.mu) and math.isinf(s.mu_var)):
             raise ConfigError(f"clip = inf leaves the gradient unbounded: a private run (mu = {s.mu}) needs a "
@@ -113,9 +138,9 @@ class DpsgdStudy(Study):
         if math.isinf(s.clip_hessian) and not math.isinf(s.mu_var):
             raise ConfigError(f"clip_hessian = inf leaves A~ unbounded: a private run (mu_var = {s.mu_var}) needs a "
                               "finite clip_hessian")
-        steps = floor_power(s.n, s.kappa)
+        steps = floor_power(s.n, s.kappa)  # n <= 2^53, kappa <= 3: at most 2^159, a float
         if not 2 <= steps * s.batch_size <= MAX_STEPS:
-            raise ConfigError(f"kappa = {s.kappa} gives T = floor(n^kappa) = {steps} steps of {s.batch_size} at "
+            raise ConfigError(f"kappa = {s.kappa} gives T = floor(n^kappa) = {show(steps)} steps of {s.batch_size} at "
                               f"n = {s.n}; T m must lie in [2, 2^53]")
         if "BB" in methods and s.B < min_bootstrap_draws(s.level):
             raise ConfigError(f"B = {s.B} bootstrap draws are too few for level = {s.level}: the block bootstrap's "
@@ -123,15 +148,22 @@ class DpsgdStudy(Study):
                               f"{min_bootstrap_draws(s.level)}")
         if any(m.startswith("RS") for m in methods):
             check_range("level", s.level, 0.05 <= s.level <= 0.9999, "[0.05, 0.9999] (random-scaling critical values)")
-        layout = StreamLayout.build(steps, s.beta, s.gamma, blocks="BB" in methods, batches="BM" in methods)
+        if "BM" in methods and s.gamma >= 1.0:
+            raise ConfigError(f"gamma = {s.gamma} leaves no batch-means batches; BM needs gamma < 1")
+        check_run_memory(self, [s], options, 1)  # before the layout, which is as large as the blocks and batches
+        problem = noise_problem(s, options)  # the noise of every released quantity is a finite number
+        if problem is not None:
+            raise ConfigError(problem)
+        # the batch ends are a Python loop over M + 1 ~ T^((1 - gamma) / 2) batches: built only when cheap
+        # (with that many batches T is so large that there are two of them)
+        many = "BM" in methods and floor_power(steps, (1.0 - s.gamma) / 2.0) >= MANY_BATCHES
+        layout = StreamLayout.build(steps, s.beta, s.gamma, blocks="BB" in methods,
+                                    batches="BM" in methods and not many)
         if "BB" in methods and not layout.enough_blocks:
             raise ConfigError(f"T = {steps} is too small for two bootstrap blocks with beta = {s.beta}; raise kappa "
                               "or lower beta")
-        if "BM" in methods:
-            if s.gamma >= 1.0:
-                raise ConfigError(f"gamma = {s.gamma} leaves no batch-means batches; BM needs gamma < 1")
-            if not layout.enough_batches:
-                raise ConfigError(f"T = {steps} is too small for two batch-means batches with gamma = {s.gamma}")
+        if "BM" in methods and not many and not layout.enough_batches:
+            raise ConfigError(f"T = {steps} is too small for two batch-means batches with gamma = {s.gamma}")
 
     def warnings(self, s, options):
         out = gamma_warnings(s)
@@ -139,6 +171,31 @@ class DpsgdStudy(Study):
             out.append(("cyclic", f"sampling = 'cyclic' with mu = {s.mu}: no amplification by subsampling, the noise "
                                   "is calibrated by composing the steps that use each example"))
         return out
+
+    def memory(self, s, options):
+        methods, d = options["methods"], DIM
+        steps = floor_power(s.n, s.kappa)
+        out = [(FLOAT * DOUBLES_PER_POINT * s.n, f"the sample of n = {s.n} points and its fits "
+                                                   f"({DOUBLES_PER_POINT} numbers a point)")]
+        if "BB" in methods:
+            m = steps // floor_power(steps, s.beta)
+            out.append((FLOAT * m * d, f"m = {m} block sums of d = {d} coordinates (T = {steps}, beta = {s.beta})"))
+            # the multipliers (B, m), their products with the block deviations (B, m, d), quantiles of (B, d)
+            out.append((FLOAT * s.B * (m * (d + 1) + 4 * d),
+                        f"B x m x (d + 1) = {show(s.B)} x {m} x {d + 1} bootstrap numbers "
+                        f"(B = {show(s.B)}, T = {steps}, beta = {s.beta})"))
+        if "BM" in methods and s.gamma < 1.0:
+            batches = floor_power(steps, (1.0 - s.gamma) / 2.0) + 1
+            out.append((FLOAT * batches * (d + 2), f"{batches} batch sums of d = {d} coordinates (T = {steps}, "
+                                                   f"gamma = {s.gamma})"))
+        columns = len(output_columns(options))
+        out.append((FLOAT * columns * d * 3, f"{columns} estimates and intervals"))
+        return out
+
+    def chunk_shapes(self, s, options):
+        columns, d = len(output_columns(options)), DIM
+        return {"theta_star": (d,), "theta_bar": (d,), "oracle_est": (d,), "estimates": (columns, d),
+                "bounds": (columns, d, 2), "clip_path": (), "clip_star": (), "ok": ()}
 
     # --- computing
 
@@ -181,6 +238,8 @@ class DpsgdStudy(Study):
             return result
         k = cal.steps / n
         theta_bar = state.theta_bar
+        # (every noise below is finite: validate refused a setting whose noise overflows; a path or a DP-GD run
+        # that did is flagged by the checks of its numbers at the end)
         a_t, s_t, sd_a = glm.private_moments(gen, s.model, X, y, xnorm, theta_bar, s.clip, s.clip_hessian, s.mu_var)
         v_t, a_inv2 = dpi.sandwich(a_t, s_t, floor=sd_a)
         v_d, a_d = np.diag(v_t), np.diag(a_inv2)
@@ -217,7 +276,10 @@ class DpsgdStudy(Study):
                 v_g, _ = dpi.sandwich(a_g, s_g, floor=sd_g)
                 lo, hi = dpi.wald(est, np.diag(v_g), n=n, level=s.level, extra=noise * noise)
             estimates[j], bounds[j, :, 0], bounds[j, :, 1] = est, lo, hi
-        result["ok"] = bool(np.isfinite(bounds).all() and np.isfinite(estimates).all() and converged)
+        # an interval of rounding noise is no interval: a path started far away (theta0 = 1e20) whose steps are
+        # below the spacing of its iterates gives length 0 (the coverage study's rule, RESOLVED_ULPS)
+        result["ok"] = bool(np.isfinite(bounds).all() and np.isfinite(estimates).all() and converged
+                            and resolved(bounds))
         return result
 
     # --- summarising and drawing

@@ -56,6 +56,8 @@ def interval_stats(est, lo, hi, truth, z) -> dict:
 def ratio_of_means(num, den) -> tuple[float, float]:
     """``mean(num) / mean(den)`` with its delta-method SE (paired samples)."""
     r = num.shape[0]
+    if r == 0:  # every replication failed: no numbers (and no numpy warning about an empty mean)
+        return math.nan, math.nan
     a, b = float(num.mean()), float(den.mean())
     if r < 2 or b == 0:
         return (a / b if b else math.nan), math.nan

@@ -26,6 +26,10 @@ import math
 from ...privacy.composition import above_threshold_epsilon, advanced_composition, basic_composition, \
     laplace_epsilon
 
+#: ``k`` compositions of an ``eps0``-DP step stay floats in Theorem 3.20 when ``eps0 <= EPS0_ROOM - ln k``:
+#: then ``k eps0 (e^eps0 - 1) < e^(EPS0_ROOM + ln EPS0_ROOM) < e^709.78``, the largest float.
+EPS0_ROOM = 700.0
+
 
 def lap_privacy(g1: float, n: int, sigma: float, T: int, batches: int, delta: float) -> dict:
     """Privacy of SAGD with DPG-Lap: T steps (mini-batch: each of ``batches`` batches seen ``ceil(T / B)`` times).
@@ -60,14 +64,52 @@ def sparse_privacy(g1: float, n: int, sigma: float, budget: int, delta: float) -
             "epsilon_lemma_proof": math.nan}
 
 
-def theorem_range(oracle: str, g1: float, n: int, sigma: float, beta: float) -> tuple[float, float]:
-    """The printed range of T (Theorem 1, ``lap``) or of C_s (Theorem 3, ``sparse``); empty if sigma beta >= 1."""
-    log = math.log(1.0 / (sigma * beta)) if sigma * beta < 1.0 else 0.0
+def accounting_problem(oracle: str, g1: float, n: int, sigma: float, T: int, batches: int, budget: int) -> str | None:
+    """Why the privacy of a run cannot be computed in floating point, or ``None``.
+
+    Theorem 3.20's ``k eps0 (e^eps0 - 1)`` overflows when one step's
+    ``eps0`` (a DPG-Lap step: ``2 G1 / (m sigma)``; a paying DPG-Sparse
+    answer: ``4 G1 / (|S1| sigma)``) exceeds ``EPS0_ROOM - ln k``, ``k`` the
+    compositions (steps per batch, or C_s). The text continues
+    ``"sigma = ... "`` and ends with the smallest sigma allowed.
+    """
     if oracle == "lap":
-        lo, hi = 2.0 * n * sigma ** 2 / g1 ** 2, n ** 2 * sigma ** 4 / (169.0 * log * g1 ** 2) if log > 0 else 0.0
+        m, k = n // batches, math.ceil(T / batches)
+        scale, what = 2.0 * g1 / m, "a DPG-Lap step is epsilon0 = 2 G1 / (m sigma) = "
     else:
-        lo, hi = n * sigma ** 2 / (2.0 * g1 ** 2), n ** 2 * sigma ** 4 / (676.0 * log * g1 ** 2) if log > 0 else 0.0
+        m, k = n // 2, budget
+        scale, what = 4.0 * g1 / m, "a paying DPG-Sparse answer is epsilon0 = 4 G1 / (|S1| sigma) = "
+    room = EPS0_ROOM - math.log(max(k, 1))
+    if scale / sigma <= room:
+        return None
+    return (f"is too small for the privacy accounting: {what}{scale / sigma:.4g}-DP (G1 = {g1:.4g}, m = {m}), and "
+            f"{k} such steps compose past the largest float; allowed here: sigma >= {scale / room:.4g}")
+
+
+def theorem_range(oracle: str, g1: float, n: int, sigma: float, beta: float) -> tuple[float, float]:
+    """The printed range of T (Theorem 1, ``lap``) or of C_s (Theorem 3, ``sparse``); empty if sigma beta >= 1.
+
+    An end beyond the largest float is ``inf``.
+    """
+    log = math.log(1.0 / (sigma * beta)) if sigma * beta < 1.0 else 0.0
+    try:
+        if oracle == "lap":
+            lo, hi = 2.0 * n * sigma ** 2 / g1 ** 2, n ** 2 * sigma ** 4 / (169.0 * log * g1 ** 2) if log > 0 else 0.0
+        else:
+            lo, hi = n * sigma ** 2 / (2.0 * g1 ** 2), n ** 2 * sigma ** 4 / (676.0 * log * g1 ** 2) if log > 0 else 0.0
+    except OverflowError:  # sigma^4 of a sigma above 1e77: the ends are computed apart
+        lo = theorem_end(lambda: 2.0 * n * sigma ** 2 / g1 ** 2 if oracle == "lap"
+                         else n * sigma ** 2 / (2.0 * g1 ** 2))
+        hi = math.inf if log > 0 else 0.0
     return lo, hi
+
+
+def theorem_end(expression) -> float:
+    """``expression()``, or ``inf`` if it overflows."""
+    try:
+        return float(expression())
+    except OverflowError:
+        return math.inf
 
 
 def lemma1_check(oracle: str, g1: float, width: float, n: int, sigma: float, beta: float, T: int, batches: int,
@@ -86,6 +128,9 @@ def lemma1_check(oracle: str, g1: float, width: float, n: int, sigma: float, bet
         return {**out, "delta_star": math.nan, "epsilon_star": math.nan, "epsilon_max": math.nan,
                 "n_protected": protected, "n_min": math.nan, "lemma1_ok": True, "lemma1_vacuous": True}
     delta_star = tau * beta / (26.0 * math.log(26.0 / tau))
+    if not delta_star > 0.0:  # below the smallest float (a tiny beta): the lemma asks what no run can give
+        return {**out, "delta_star": 0.0, "epsilon_star": math.inf, "epsilon_max": tau / 13.0,
+                "n_protected": protected, "n_min": math.inf, "lemma1_ok": False, "lemma1_vacuous": False}
     if oracle == "lap":
         eps = lap_privacy(g1, n, sigma, T, batches, delta_star)["epsilon"]
     else:
@@ -96,4 +141,4 @@ def lemma1_check(oracle: str, g1: float, width: float, n: int, sigma: float, bet
             "n_min": n_min, "lemma1_ok": bool(eps <= eps_max and protected >= n_min), "lemma1_vacuous": False}
 
 
-__all__ = ["lap_privacy", "lemma1_check", "sparse_privacy", "theorem_range"]
+__all__ = ["EPS0_ROOM", "accounting_problem", "lap_privacy", "lemma1_check", "sparse_privacy", "theorem_range"]

@@ -17,7 +17,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...engine.config import ConfigError, Key, Range, as_float, as_int, show
-from ...models.erm import ERM_MODELS, ErmModel
+from ...engine.resources import FLOAT
+from ...models.erm import ERM_MODELS, ErmModel, sphere_plane_rule
+from ...recursion.keys import MAX_STEPS
+from .accounting import accounting_problem
 from .kernel import LAP, METHOD_NAMES, SPARSE, PathParams
 
 #: The oracles of the concentration and rate studies, as configs spell them.
@@ -45,8 +48,9 @@ class ListKey(Key):
         return [tuple(sorted(set(parsed)))]
 
 
-def positive_or(*words):
-    """Converter for keys that take a positive number or one of ``words``."""
+def positive_or(*words, high: float = math.inf):
+    """Converter for keys that take a number in ``(0, high]`` (finite) or one of ``words``."""
+    allowed = "a number > 0" if math.isinf(high) else f"a number in (0, {high:.0e}]".replace("e+", "e")
 
     def convert(name, value):
         if isinstance(value, str) and value in words:
@@ -54,16 +58,16 @@ def positive_or(*words):
         try:
             number = as_float(name, value)
         except ConfigError:
-            raise ConfigError(f"{name} = {show(value)} is not a number > 0 or one of: {', '.join(words)}") from None
-        if not (number > 0 and math.isfinite(number)):
-            raise ConfigError(f"{name} = {show(value)} is not a number > 0 or one of: {', '.join(words)}")
+            raise ConfigError(f"{name} = {show(value)} is not {allowed} or one of: {', '.join(words)}") from None
+        if not (0 < number <= high and math.isfinite(number)):
+            raise ConfigError(f"{name} = {show(value)} is not {allowed} or one of: {', '.join(words)}")
         return number
 
     return convert
 
 
 def count_or(*words):
-    """Converter for keys that take an integer >= 1 or one of ``words``."""
+    """Converter for keys that take an integer in ``[1, 2^53]`` (counts the kernels hold exactly) or one of ``words``."""
 
     def convert(name, value):
         if isinstance(value, str) and value in words:
@@ -71,9 +75,9 @@ def count_or(*words):
         try:
             number = as_int(name, value)
         except ConfigError:
-            raise ConfigError(f"{name} = {show(value)} is not an integer >= 1 or one of: {', '.join(words)}") from None
-        if number < 1:
-            raise ConfigError(f"{name} = {show(value)} is not an integer >= 1 or one of: {', '.join(words)}")
+            number = None
+        if number is None or not 1 <= number <= MAX_STEPS:
+            raise ConfigError(f"{name} = {show(value)} is not an integer in [1, 2^53] or one of: {', '.join(words)}")
         return number
 
     return convert
@@ -83,10 +87,11 @@ def count_or(*words):
 MODEL_KEYS = (
     Key("model", "choice", "logistic", choices=tuple(ERM_MODELS), help="logistic (convex) or welsch (non-convex)"),
     Key("d", "int", 5, range=Range("[3, 1000]"), help="dimension of x and w, intercept included"),
-    Key("radius", "float", 1.0, range=Range("(0, inf)"), help="x = (1, r S), S uniform on the unit sphere"),
-    Key("signal", "float", 2.0, range=Range("[0, inf)"), help="standard deviation of x'beta"),
-    Key("noise", "float", 0.5, range=Range("(0, inf)"), help="welsch: sd of the errors"),
-    Key("scale", "float", 1.0, range=Range("(0, inf)"), help="welsch: c of the loss"),
+    # within 1e+-100, G1^2, L = r^2 / p, beta = signal / r and the losses' c^2 + s^2 are floats
+    Key("radius", "float", 1.0, range=Range("[1e-100, 1e100]"), help="x = (1, r S), S uniform on the unit sphere"),
+    Key("signal", "float", 2.0, range=Range("[0, 1e100]"), help="standard deviation of x'beta"),
+    Key("noise", "float", 0.5, range=Range("[1e-100, 1e100]"), help="welsch: sd of the errors"),
+    Key("scale", "float", 1.0, range=Range("[1e-100, 1e100]"), help="welsch: c of the loss"),
 )
 #: The adaptive update (grid keys).
 UPDATE_KEYS = (
@@ -102,12 +107,13 @@ SPARSE_KEYS = (
         help="DPG-Sparse's tau in units of sigma (Thresholdout: 4)"),
 )
 #: Privacy accounting (grid key: it changes the reported epsilon, not the paths).
-DELTA_KEY = Key("delta", "float", 1e-5, range=Range("(0, 1)"), help="delta of the (epsilon, delta) guarantees")
+DELTA_KEY = Key("delta", "float", 1e-5, range=Range("[1e-300, 1)"),  # ln(1 / delta) is finite
+                help="delta of the (epsilon, delta) guarantees")
 #: Per-run key: accuracy of the population integrals.
 NODES_KEY = Key("nodes", "int", 32, grid=False, range=Range("[4, 512]"),
                 help="Gauss-Jacobi nodes per axis of the population integrals")
 #: Size of the training set; the last grid key.
-N_KEY = Key("n", "int", 2000, range=Range("[4, inf)"), help="size of the training set S")
+N_KEY = Key("n", "int", 2000, range=Range(f"[4, {MAX_STEPS}]", "[4, 2^53]"), help="size of the training set S")
 
 
 def with_default(key: Key, default) -> Key:
@@ -153,6 +159,24 @@ def build_model(setting, nodes: int = NODES_KEY.default) -> ErmModel:
     return _model(setting.model, setting.d, setting.radius, setting.signal, setting.noise, setting.scale, nodes)
 
 
+def checked_model(setting, nodes: int) -> ErmModel:
+    """:func:`build_model`, or a one-line ConfigError naming ``nodes`` if its quadrature rule cannot be built."""
+    try:
+        return build_model(setting, nodes)
+    except ValueError:
+        pass
+    fewest, most = 4, nodes  # the largest count that works, by bisection (a handful of rules)
+    while most - fewest > 1:
+        middle = (fewest + most) // 2
+        try:
+            sphere_plane_rule(setting.d - 1, middle)
+            fewest = middle
+        except ValueError:
+            most = middle
+    raise ConfigError(f"nodes = {nodes} is too many for d = {setting.d}: scipy's Gauss-Jacobi rule for the sphere of "
+                      f"R^{setting.d - 1} is not finite; allowed here: nodes <= {fewest}")
+
+
 def step_size(setting, model) -> float:
     """``eta``: the setting's, or ``nu / (2 L)`` (Theorem 2's largest, ``L`` the model's smoothness)."""
     return setting.nu / (2.0 * model.smoothness) if setting.eta == "theorem" else float(setting.eta)
@@ -181,9 +205,55 @@ def path_params(method: int, setting, model, sigma: float, T: int, budget: int, 
                       budget=int(budget), track=bool(track))
 
 
+def theorem_value(expression) -> float:
+    """A count a theorem gives, as a float: ``inf`` where its formula overflows (``sigma ** 2`` of a huge sigma)."""
+    try:
+        return float(expression())
+    except OverflowError:
+        return math.inf
+
+
+def check_steps(key: str, value, T: float, points: int, what: str) -> None:
+    """Refuse ``T`` steps of ``points`` data points each unless ``T >= 1`` is finite and ``T x points <= 2^53``.
+
+    The kernels count steps in int64 and their statistics in doubles;
+    ``value`` is the key's (``theorem`` for a count derived from a theorem),
+    ``what`` says how ``T`` came about.
+    """
+    if not (math.isfinite(T) and T * points <= MAX_STEPS):
+        shown = f"{T:.4g}" if math.isfinite(T) else "beyond the largest float"
+        raise ConfigError(f"{key} = {show(value)} gives {what} = {shown} steps over {points} points each; "
+                          "T x points must be at most 2^53")
+
+
+def check_eta(setting, model) -> None:
+    """Refuse a step size ``nu / (2 L)`` that is not a positive float."""
+    eta = step_size(setting, model)
+    if not (0.0 < eta < math.inf):
+        raise ConfigError(f"nu = {show(setting.nu)} gives eta = nu / (2 L) = {eta:g} (L = {model.smoothness:.4g}); "
+                          "eta must be a positive float: lower nu or give eta")
+
+
+def check_accounting(oracle: str, setting, model, sigma: float, T: int, budget: int) -> None:
+    """Refuse a setting whose privacy accounting overflows (:func:`.accounting.accounting_problem`)."""
+    problem = accounting_problem(oracle, model.g1, setting.n, sigma, T, n_batches(setting), budget)
+    if problem is not None:
+        raise ConfigError(f"sigma = {show(sigma)} {problem}")
+
+
+def data_memory(setting, nodes: int) -> list[tuple[float, str]]:
+    """Memory of a replication's training set, and of the model's quadrature rule (per process)."""
+    n, d = setting.n, setting.d
+    k = 2 * nodes if d == 3 else nodes * nodes
+    return [(FLOAT * n * (d + 1), f"the training set of n x (d + 1) = {n} x {d + 1} numbers"),
+            (FLOAT * 4 * k, f"{k} quadrature nodes (nodes = {nodes}, d = {d})")]
+
+
 def validate_batches(setting, oracle_names) -> None:
     """Mini-batches are DPG-Lap's (Theorem 5) and the baselines': refuse them with DPG-Sparse."""
     m = getattr(setting, "batch_size", None)
+    if m is not None and m > setting.n:  # m = n is the full batch; a larger one is a typo, not a batch
+        raise ConfigError(f"batch_size = {show(m)} is outside [1, n] = [1, {setting.n}]")
     if m is not None and m < setting.n and "sparse" in oracle_names:
         raise ConfigError(f"batch_size = {m} with DPG-Sparse: mini-batch SAGD is defined for DPG-Lap (001, Theorem 5); "
                           "drop batch_size or the sparse oracle")
@@ -226,6 +296,8 @@ def pooled_frequency(counts, steps) -> tuple[float, float]:
     return f, float(math.sqrt(float(resid @ resid) / (r * (r - 1))) / s.mean())
 
 
-__all__ = ["BATCH_KEY", "DELTA_KEY", "ListKey", "METHODS", "MODEL_KEYS", "NODES_KEY", "N_KEY", "ORACLES",
-           "SPARSE_KEYS", "UPDATE_KEYS", "budget_key", "build_model", "count_or", "positive_or", "with_default", "data_seed_key", "model_values", "n_batches",
-           "path_params", "pooled_frequency", "resolve_budget", "shown_keys", "step_size", "validate_batches"]
+__all__ = ["BATCH_KEY", "DELTA_KEY", "METHODS", "MODEL_KEYS", "NODES_KEY", "N_KEY", "ORACLES", "SPARSE_KEYS",
+           "UPDATE_KEYS", "ListKey", "budget_key", "build_model", "check_accounting", "check_eta", "check_steps",
+           "checked_model", "count_or", "data_memory", "data_seed_key", "model_values", "n_batches", "path_params",
+           "pooled_frequency", "positive_or", "resolve_budget", "shown_keys", "step_size", "theorem_value",
+           "validate_batches", "with_default"]

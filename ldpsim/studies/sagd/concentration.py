@@ -19,19 +19,20 @@ import math
 
 import numpy as np
 
-from ...engine.config import Key, Range
+from ...engine.config import ConfigError, Key, Range, show
 from ...engine.rng import as_generator
 from ...reporting.stats import mean_se
 from ..base import Study, title_of
 from .accounting import lap_privacy, lemma1_check, sparse_privacy, theorem_range
-from .common import BATCH_KEY, DELTA_KEY, MODEL_KEYS, NODES_KEY, N_KEY, ORACLES, SPARSE_KEYS, UPDATE_KEYS, ListKey, \
-    budget_key, build_model, count_or, data_seed_key, model_values, n_batches, path_params, shown_keys, pooled_frequency, resolve_budget, \
+from .common import BATCH_KEY, DELTA_KEY, MODEL_KEYS, N_KEY, NODES_KEY, ORACLES, SPARSE_KEYS, UPDATE_KEYS, budget_key, \
+    build_model, check_accounting, check_eta, check_steps, checked_model, count_or, data_memory, data_seed_key, \
+    ListKey, model_values, n_batches, path_params, pooled_frequency, resolve_budget, shown_keys, theorem_value, \
     validate_batches
-from .kernel import DIVERGED, PAID, STEPS, replicate_paths
+from .kernel import DIVERGED, MIN_G2, PAID, STEPS, SUM_G2, replicate_paths
 
 CONCENTRATION_KEYS = MODEL_KEYS + (
     Key("oracle", "choice", ["lap", "sparse"], choices=tuple(ORACLES), help="gradient oracle: lap (DPG-Lap), sparse"),
-    Key("sigma", "float", 1.0, range=Range("(0, inf)"), help="Laplace scale of the oracle"),
+    Key("sigma", "float", 1.0, range=Range("(0, 1e100]"), help="Laplace scale of the oracle"),
     Key("beta", "float", 0.01, range=Range("(0, 1)"), help="beta of Lemma 1 in the bound d beta + d e^-mu"),
     Key("T", "any", "theorem", convert=count_or("theorem"),
         help="steps; 'theorem': Theorem 1's smallest, ceil(2 n sigma^2 / G1^2)"),
@@ -47,6 +48,13 @@ def setting_T(setting, model) -> int:
     if setting.T == "theorem":
         return max(1, math.ceil(2.0 * setting.n * setting.sigma ** 2 / model.g1 ** 2))
     return int(setting.T)
+
+
+def _T_value(setting, model) -> float:
+    """:func:`setting_T` before it is rounded, ``inf`` if its formula overflows (for the checks)."""
+    if setting.T == "theorem":
+        return max(1.0, theorem_value(lambda: math.ceil(2.0 * setting.n * setting.sigma ** 2 / model.g1 ** 2)))
+    return float(setting.T)
 
 
 def setting_budget(setting, model) -> int:
@@ -90,6 +98,20 @@ class ConcentrationStudy(Study):
     }
     compute_sources = ("engine/rng.py", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",
                        "studies/sagd/common.py", "studies/sagd/concentration.py")
+    table_columns = {
+        "summary": {"oracle": "text", "sigma": "number", "mu": "number", "frequency": "number",
+                    "frequency_se": "number", "bound": "number", "frequency_empirical": "number",
+                    "frequency_empirical_se": "number", "bound_empirical": "number",
+                    "frequency_generalization": "number", "frequency_generalization_se": "number",
+                    "bound_generalization": "number", "T": "positive", "theorem_ok": "text", "lemma1_ok": "text",
+                    "reps": "count", "n_failed": "count"},
+        "privacy": {"oracle": "text", "sigma": "number", "T": "positive", "budget": "count", "delta": "number",
+                    "epsilon_step": "number", "compositions": "count", "epsilon": "number", "epsilon_basic": "number",
+                    "epsilon_lemma": "number", "theorem": "text", "range_lo": "number", "range_hi": "number",
+                    "theorem_ok": "text", "tau": "number", "delta_star": "number", "epsilon_star": "number",
+                    "epsilon_max": "number", "n_protected": "count", "n_min": "number", "lemma1_ok": "text",
+                    "lemma1_vacuous": "text"},
+    }
 
     def make_setting(self, values):
         values = model_values(values)
@@ -102,6 +124,27 @@ class ConcentrationStudy(Study):
 
     def validate(self, s, options):
         validate_batches(s, [s.oracle])
+        model = checked_model(s, options["nodes"])
+        T = _T_value(s, model)
+        # a DPG-Lap step reads its batch, a DPG-Sparse step all of S (its two halves)
+        points = s.n // n_batches(s) if s.oracle == "lap" else s.n
+        check_steps("T", s.T, T, points, "T = ceil(2 n sigma^2 / G1^2)" if s.T == "theorem" else "T")
+        budget = 0
+        if s.oracle == "sparse":
+            value = (theorem_value(lambda: resolve_budget("theorem", s.n, s.sigma, model.g1, 1))
+                     if s.budget == "theorem" else float(setting_budget(s, model)))
+            if not value <= 2 ** 53:
+                raise ConfigError(f"budget = {show(s.budget)} gives C_s = ceil(n sigma^2 / (2 G1^2)) = {value:.4g} "
+                                  f"at sigma = {s.sigma}, n = {s.n}; C_s must be at most 2^53")
+            budget = setting_budget(s, model)
+        check_eta(s, model)
+        check_accounting(s.oracle, s, model, s.sigma, int(T), budget)
+
+    def memory(self, s, options):
+        return data_memory(s, options["nodes"])
+
+    def chunk_shapes(self, s, options):
+        return {"exceed": (2 * len(options["mu"]) + 1,), "steps": (), "paid": (), "ok": ()}
 
     def warnings(self, s, options):
         model = build_model(s, options["nodes"])
@@ -133,7 +176,9 @@ class ConcentrationStudy(Study):
     def replicate(self, job, gen):
         setting, model, run, mu, twin = job
         (res,) = replicate_paths(model, gen, setting.n, [run], setting.w0, mu, [], twin=twin)
-        ok = res.stats[DIVERGED] == 0.0
+        # the counts compare with grad f(w_t): a population gradient that overflowed (a path far out) leaves
+        # them meaningless, and its squared norms say so
+        ok = res.stats[DIVERGED] == 0.0 and bool(np.isfinite(res.stats[[MIN_G2, SUM_G2]]).all())
         return {"exceed": res.exceed, "steps": res.stats[STEPS], "paid": res.stats[PAID], "ok": ok}
 
     def summarize(self, config, chunks):
@@ -150,7 +195,7 @@ class ConcentrationStudy(Study):
             d = setting.d
             gen_f, gen_se = pooled_frequency(exceed[:, 2 * m], steps)
             paid_mean, paid_se = mean_se(paid)
-            prow.update({"queries": paid_mean, "queries_se": paid_se, "steps_mean": float(steps.mean())})
+            prow.update({"queries": paid_mean, "queries_se": paid_se, "steps_mean": float(steps.mean()) if steps.size else math.nan})
             privacy.append(prow)
             for i, level in enumerate(mu):
                 f, se = pooled_frequency(exceed[:, i], steps)

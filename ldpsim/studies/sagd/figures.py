@@ -82,7 +82,9 @@ def rate_figure(out: Path, tables: dict, title: str = "") -> list[str]:
     fig = Figure(figsize=(5.2 * min(len(panels), 2), 3.8 * math.ceil(len(panels) / 2) + 0.4), layout="constrained")
     for ax, (ident, panel) in zip(_grid(fig, len(panels)), panels.items()):
         for estimator, colour in (("min", "tab:red"), ("mean", "tab:blue")):
-            pts = sorted((r for r in panel if r["estimator"] == estimator), key=lambda r: r["n"])
+            # a log axis holds positive values only: a setting whose replications all failed (NaN) is left out
+            pts = sorted((r for r in panel if r["estimator"] == estimator and r["grad_norm2"] > 0
+                          and math.isfinite(r["grad_norm2"])), key=lambda r: r["n"])
             if not pts:
                 continue
             n = np.array([r["n"] for r in pts], dtype=float)
@@ -101,7 +103,8 @@ def rate_figure(out: Path, tables: dict, title: str = "") -> list[str]:
         ax.set_ylabel("E[.]")
         ax.set_title(", ".join(f"{k} = {v}" for k, v in zip(split, ident)) + " (dotted: n^-2/3)", fontsize=9)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:  # a panel whose replications all failed has nothing to label
+            ax.legend(fontsize=7)
     if title:
         _suptitle(fig, title + " (bars: +-2 SE)", 70 * min(len(panels), 2))
     fig.savefig(out / "rate.png", dpi=120)

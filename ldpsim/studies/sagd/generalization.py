@@ -21,18 +21,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...engine.config import Key, Range
+from ...engine.config import ConfigError, Key, Range, show
 from ...engine.rng import as_generator
 from ...reporting.stats import mean_se
 from ..base import Study, title_of
 from .accounting import lap_privacy, sparse_privacy
-from .common import BATCH_KEY, DELTA_KEY, METHODS, MODEL_KEYS, NODES_KEY, N_KEY, SPARSE_KEYS, UPDATE_KEYS, \
-    budget_key, build_model, data_seed_key, model_values, n_batches, path_params, shown_keys, positive_or, resolve_budget, \
-    validate_batches, with_default
+from .common import BATCH_KEY, DELTA_KEY, METHODS, MODEL_KEYS, N_KEY, NODES_KEY, SPARSE_KEYS, UPDATE_KEYS, budget_key, \
+    build_model, check_accounting, check_eta, check_steps, checked_model, data_memory, data_seed_key, model_values, \
+    n_batches, path_params, positive_or, resolve_budget, shown_keys, theorem_value, validate_batches, with_default
 from .kernel import DIVERGED, LAP, PAID, SPARSE, replicate_paths
 
 GENERALIZATION_KEYS = MODEL_KEYS + (
-    Key("sigma", "any", "theorem", convert=positive_or("theorem"),
+    Key("sigma", "any", "theorem", convert=positive_or("theorem", high=1e100),
         help="Laplace scale of the oracles; 'theorem': n^-1/3 (Theorem 2)"),
     Key("epochs", "int", 100, range=Range("[1, 1000000]"), help="passes over the training set"),
     budget_key("T"),
@@ -72,8 +72,44 @@ class GeneralizationStudy(Study):
     def seed_key(self, values):
         return data_seed_key(values)
 
+    table_columns = {
+        "summary": {"method": "text", "epoch": "count", "train_loss": "number", "train_loss_se": "number",
+                    "test_loss": "number", "test_loss_se": "number", "gap": "number", "gap_se": "number",
+                    "f_star": "number", "reps": "count", "n_failed": "count"},
+        "overfit": {"method": "text", "final_test": "number", "final_test_se": "number", "min_test": "number",
+                    "min_test_se": "number", "rise": "number", "rise_se": "number", "final_gap": "number",
+                    "final_gap_se": "number", "f_star": "number", "reps": "count"},
+    }
+    # privacy.csv is not required: a run of the non-private methods alone (rmsprop, adam) has none
+
     def validate(self, s, options):
-        validate_batches(s, ["sparse"] if "sagd_sparse" in options["methods"] else [])
+        methods = options["methods"]
+        validate_batches(s, ["sparse"] if "sagd_sparse" in methods else [])
+        model = checked_model(s, options["nodes"])
+        sigma = setting_sigma(s)
+        batches = n_batches(s)
+        T = s.epochs * batches
+        # DPG-Sparse reads all of S at each step, the others a batch
+        points = s.n if "sagd_sparse" in methods else s.n // batches
+        check_steps("epochs", s.epochs, T, points, f"T = epochs x {batches} batches")
+        value = theorem_value(lambda: resolve_budget(s.budget, s.n, sigma, model.g1, T))
+        if not value <= 2 ** 53:  # the kernel holds C_s in int64 whichever methods run
+            raise ConfigError(f"budget = {show(s.budget)} gives C_s = {value:.4g} at sigma = {sigma:.4g}, n = {s.n}; "
+                              "C_s must be at most 2^53")
+        check_eta(s, model)
+        budget = resolve_budget(s.budget, s.n, sigma, model.g1, T)
+        for method, oracle in (("sagd_lap", "lap"), ("sagd_sparse", "sparse")):
+            if method in methods:
+                check_accounting(oracle, s, model, sigma, T, budget)
+
+    def memory(self, s, options):
+        out = data_memory(s, options["nodes"])
+        curves = len(options["methods"]) * len(checkpoint_epochs(s.epochs, options["checkpoints"]))
+        return out + [(8.0 * 2 * curves, f"train and test losses at {curves} epochs x methods")]
+
+    def chunk_shapes(self, s, options):
+        shape = (len(options["methods"]), len(checkpoint_epochs(s.epochs, options["checkpoints"])))
+        return {"train": shape, "test": shape, "paid": (len(options["methods"]),), "ok": ()}
 
     def steps(self, setting):
         return setting.epochs * setting.n
@@ -150,7 +186,10 @@ class GeneralizationStudy(Study):
                     privacy.append({**keys, "method": method, "sigma": sigma, "T": T,
                                     "budget": budget if code == SPARSE else 0, "G1": model.g1,
                                     "delta": setting.delta, **priv, **_mean_se("queries", paid[:, i])})
-        return {"summary": rows, "overfit": overfit, "privacy": privacy}
+        out = {"summary": rows, "overfit": overfit}
+        if privacy:  # none without a private method: no empty privacy.csv (write_csv refuses one)
+            out["privacy"] = privacy
+        return out
 
     def write_outputs(self, out, tables, meta):
         from .figures import generalization_figure

@@ -52,7 +52,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...engine.jit import jit
-from ...engine.rng import kernel_rng
+from ...engine.rng import kernel_rng, local_rng, release_rng
 from ...models.erm import draw_sample, dual, empirical_gradient, empirical_loss, laplace, population_gradient, \
     population_loss
 
@@ -112,19 +112,22 @@ def sparse_oracle(gen, g_hat1, g_hat2, threshold, gamma, sigma, out):
 
 
 @jit
-def draw_data(model, gen, X, y):
+def draw_data(model, stream, X, y):
     """Draw the training set into ``X`` (n, d), ``y`` (n,)."""
+    gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
     draw_sample(model, gen, X, y)
+    release_rng(stream, gen)
 
 
 @jit
-def run_path(model, gen, X, y, run, w, work, mu, exceed, stats, ck, train, test):
+def run_path(model, stream, X, y, run, w, work, mu, exceed, stats, ck, train, test):
     """One path of ``run.T`` steps from ``w`` (updated in place); see the module docstring.
 
     ``work`` is a zeroed ``(6, d)`` scratch array (gradients, moments);
     ``exceed`` (int64, ``2 M + 1``), ``stats`` (``N_STATS``), ``train`` and
     ``test`` (``len(ck)``) are filled. Returns the number of steps done.
     """
+    gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
     n, d = X.shape
     g_hat, g_hat2, g_pop, g_tilde, v, m = work[0], work[1], work[2], work[3], work[4], work[5]
     n_mu = mu.shape[0]
@@ -219,6 +222,7 @@ def run_path(model, gen, X, y, run, w, work, mu, exceed, stats, ck, train, test)
     stats[PAID] = paid
     stats[MIN_G2] = min_g2
     stats[SUM_G2] = sum_g2
+    release_rng(stream, gen)
     return steps
 
 

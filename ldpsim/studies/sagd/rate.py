@@ -23,14 +23,15 @@ import math
 
 import numpy as np
 
-from ...engine.config import Key, Range
+from ...engine.config import ConfigError, Key, Range, check_range, show
 from ...engine.rng import as_generator
 from ...reporting.stats import mean_se
 from ..base import Study, title_of
 from ..trajectory.summary import rate_row
 from .accounting import lap_privacy, sparse_privacy
-from .common import DELTA_KEY, MODEL_KEYS, NODES_KEY, N_KEY, ORACLES, SPARSE_KEYS, UPDATE_KEYS, budget_key, \
-    build_model, data_seed_key, model_values, path_params, shown_keys, resolve_budget, with_default
+from .common import DELTA_KEY, MODEL_KEYS, N_KEY, NODES_KEY, ORACLES, SPARSE_KEYS, UPDATE_KEYS, budget_key, \
+    build_model, check_accounting, check_eta, check_steps, checked_model, data_memory, data_seed_key, model_values, \
+    path_params, resolve_budget, shown_keys, with_default
 from .kernel import DIVERGED, MIN_G2, PAID, STEPS, SUM_G2, replicate_paths
 
 #: The theorems' exponent of n.
@@ -82,6 +83,41 @@ class RateStudy(Study):
     def seed_key(self, values):
         return data_seed_key(values)
 
+    table_columns = {
+        "summary": {"oracle": "text", "estimator": "text", "n": "positive", "grad_norm2": "number",
+                    "grad_norm2_se": "number", "sigma": "number", "T": "positive", "steps": "number",
+                    "queries": "number", "queries_se": "number", "epsilon": "number", "reps": "count",
+                    "n_failed": "count"},
+        "rates": {"estimator": "text", "slope": "number", "slope_lo": "number", "slope_hi": "number",
+                  "theory": "number", "n_from": "count", "n_to": "count", "points": "count"},
+        "privacy": {"oracle": "text", "n": "positive", "sigma": "number", "T": "positive", "T_theorem": "number",
+                    "budget": "count", "delta": "number", "epsilon_step": "number", "compositions": "count",
+                    "epsilon": "number", "epsilon_basic": "number", "epsilon_lemma": "number",
+                    "epsilon_lemma_proof": "number"},
+    }
+
+    def validate(self, s, options):
+        decades = options["fit_decades"]  # 10^decades must be a float (16 decades span every n <= 2^53)
+        check_range("fit_decades", decades, decades <= 16 or math.isinf(decades), "(0, 16] or inf")
+        model = checked_model(s, options["nodes"])
+        scaled = s.T_factor * theorem_T(s, model)  # a float (n <= 2^53): inf if it overflows
+        check_steps("T_factor", s.T_factor, max(1.0, math.ceil(scaled) if math.isfinite(scaled) else scaled), s.n,
+                    "T = T_factor x the theorem's T")
+        sigma, T = schedule(s, model)
+        budget = 0
+        if s.oracle == "sparse":
+            budget = resolve_budget(s.budget, s.n, sigma, model.g1, T)  # sigma = n^-1/3: no overflow
+            if budget > 2 ** 53:
+                raise ConfigError(f"budget = {show(s.budget)} gives C_s = {budget:.4g}; C_s must be at most 2^53")
+        check_eta(s, model)
+        check_accounting(s.oracle, s, model, sigma, T, budget)
+
+    def memory(self, s, options):
+        return data_memory(s, options["nodes"])
+
+    def chunk_shapes(self, s, options):
+        return {"min": (), "mean": (), "steps": (), "paid": (), "ok": ()}
+
     def steps(self, setting):
         return schedule(setting, build_model(setting))[1] * setting.n
 
@@ -102,7 +138,8 @@ class RateStudy(Study):
         setting, model, run, twin = job
         (res,) = replicate_paths(model, gen, setting.n, [run], setting.w0, [1.0], [], twin=twin)
         steps = res.stats[STEPS]
-        ok = res.stats[DIVERGED] == 0.0 and steps > 0
+        # a population gradient that overflowed (a path far out) makes min and mean meaningless: counted as failed
+        ok = res.stats[DIVERGED] == 0.0 and steps > 0 and bool(np.isfinite(res.stats[[MIN_G2, SUM_G2]]).all())
         return {"min": res.stats[MIN_G2], "mean": res.stats[SUM_G2] / max(steps, 1.0), "steps": steps,
                 "paid": res.stats[PAID], "ok": ok}
 
