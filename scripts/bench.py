@@ -27,12 +27,15 @@ Prints, from one process, medians over ``--repeats`` interleaved repetitions
    replications, n = 1e6, 1e7, 1e8, 2 workers) extrapolated from a slice of
    ``--reps-table`` replications per setting run through the same driver;
 7. the peak RSS of fresh processes running one path of 1e5 and 1e7 steps
-   (the kernel allocates nothing of size n, so the two should agree).
+   (the kernel allocates nothing of size n, so the two should agree);
+8. with ``--studies``, the other studies' kernels against their floors:
+   ``bench()`` of ``bench_dpsgd.py`` (002), ``bench_sagd.py`` (001) and
+   ``bench_online.py`` (004), each measured in this process.
 
 Usage
 -----
 ``python scripts/bench.py [--n 1e7] [--n-qr 2e6] [--repeats 5] [--reps-vec 500]
-[--n-vec 2e4] [--reps-sweep 10] [--reps-table 2] [--json PATH]``. Timings are
+[--n-vec 2e4] [--reps-sweep 10] [--reps-table 2] [--studies] [--json PATH]``. Timings are
 reported, never asserted.
 """
 
@@ -294,6 +297,7 @@ def main(argv=None):
     parser.add_argument("--json", metavar="PATH", help="also write the numbers to this JSON file")
     parser.add_argument("--bit-generator", default=BIT_GENERATOR.__name__,
                         help="numpy bit generator of all streams (default: ldpsim's)")
+    parser.add_argument("--studies", action="store_true", help="also the dpsgd, sagd and online kernels")
     parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     BIT_GENERATOR = getattr(np.random, args.bit_generator)
@@ -388,10 +392,33 @@ def main(argv=None):
           f"{res['table1_extrapolated_min']:.1f} min (target <= 8)")
     print(f"peak RSS n=1e5 {res['peak_rss_mib_1e5']:.1f} MiB, n=1e7 {res['peak_rss_mib_1e7']:.1f} MiB, "
           f"ratio {res['peak_rss_ratio']:.3f} (target <= 1.10)")
+    if args.studies:
+        res["studies"] = study_benchmarks(args.repeats)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(res, fh, indent=2)
     return 0
+
+
+def study_benchmarks(repeats: int) -> dict:
+    """``bench()`` of the study scripts next to this one, printed as kernel / floor lines."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_dpsgd
+    import bench_online
+    import bench_sagd
+
+    out = {"dpsgd": bench_dpsgd.bench(repeats), "sagd": bench_sagd.bench(repeats),
+           "online": bench_online.bench(repeats)}
+    d, s, o = out["dpsgd"], out["sagd"], out["online"]
+    for m in (1, 10):
+        print(f"DP-SGD step (002), m = {m:2d}: {d[f'm{m}_ns_per_step']:.1f} ns, floor {d[f'm{m}_floor_ns_per_step']:.1f}: "
+              f"ratio {d[f'm{m}_ratio']:.2f}")
+    print(f"SAGD step (001, n = {s['n']}, d = {s['d']}): {s['kernel_ns_per_step'] / 1e3:.1f} us, "
+          f"{s['kernel_over_floor']:.2f} x its floor (one pass for the mean gradient + the draws)")
+    print(f"online Huber d = 10 (004): {o['huber_d10_ns_per_step']:.1f} ns/step, "
+          f"{o['huber_d10_kernel_over_floor']:.2f} x its floor; per-user budgets "
+          f"{o['huber_d10_per_user_kernel_over_floor']:.2f}")
+    return out
 
 
 if __name__ == "__main__":

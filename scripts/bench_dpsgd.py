@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ldpsim.engine.jit import jit
-from ldpsim.engine.rng import as_generator, kernel_rng, normal, uniform
+from ldpsim.engine.rng import as_generator, kernel_rng, local_rng, normal, release_rng, uniform
 from ldpsim.inference.streaming import StreamLayout
 from ldpsim.studies.dpsgd.kernel import draw_data, run_dpsgd
 
@@ -30,13 +30,15 @@ STEPS = 2_000_000
 
 
 @jit
-def _floor(gen, steps, m, n, d):
+def _floor(stream, steps, m, n, d):
+    gen = local_rng(stream)  # as the kernels draw: the generator's state in registers
     acc = 0.0
     for _ in range(steps):
         for q in range(m):
             acc += uniform(gen) * (n - q)
         for _ in range(d):
             acc += normal(gen)
+    release_rng(stream, gen)
     return acc
 
 

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from ldpsim.engine.jit import jit  # imports ldpsim first: fixes numba's cache directory
-from ldpsim.engine.rng import as_generator, kernel_rng, normal, uniform
+from ldpsim.engine.rng import as_generator, kernel_rng, local_rng, normal, release_rng, uniform
 from ldpsim.models import MODELS
 from ldpsim.studies.trajectory.kernel import run_trajectory
 
@@ -34,8 +34,9 @@ DIM, C, GAMMA, THETA0 = 10, 0.2, 0.5, 0.0
 
 
 @jit
-def huber_floor(gen, n, d, p, per_user):
+def huber_floor(stream, n, d, p, per_user):
     """Draw what a Huber step draws (``d`` + 1 normals, a uniform if ``per_user``, ``p`` normals), summed."""
+    gen = local_rng(stream)  # as the kernels draw: the generator's state in registers
     s = 0.0
     for _ in range(n):
         for _ in range(d + 1):
@@ -44,6 +45,7 @@ def huber_floor(gen, n, d, p, per_user):
             s += uniform(gen)
         for _ in range(p):
             s += normal(gen)
+    release_rng(stream, gen)
     return s
 
 
