@@ -410,6 +410,11 @@ def study_benchmarks(repeats: int) -> dict:
     out = {"dpsgd": bench_dpsgd.bench(repeats), "sagd": bench_sagd.bench(repeats),
            "online": bench_online.bench(repeats)}
     d, s, o = out["dpsgd"], out["sagd"], out["online"]
+    figure2 = Path(__file__).resolve().parents[1] / "results" / "dpsgd" / "meta.json"
+    if figure2.is_file():  # the committed Figure 2 run's own wall time (1000 replications)
+        meta = json.loads(figure2.read_text())
+        d["figure2_wall_min"], d["figure2_n_jobs"] = meta["wall_time_s"] / 60, meta.get("n_jobs")
+        print(f"Figure 2 of 002 (results/dpsgd): {d['figure2_wall_min']:.1f} min wall, n_jobs = {d['figure2_n_jobs']}")
     for m in (1, 10):
         print(f"DP-SGD step (002), m = {m:2d}: {d[f'm{m}_ns_per_step']:.1f} ns, floor {d[f'm{m}_floor_ns_per_step']:.1f}: "
               f"ratio {d[f'm{m}_ratio']:.2f}")
