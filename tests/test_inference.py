@@ -182,3 +182,23 @@ def test_uniform_multipliers_are_numpys_uniform_bit_for_bit():
     want = b.uniform(-math.sqrt(3.0), math.sqrt(3.0), (300, 77))
     np.testing.assert_array_equal(got, want)
     assert a.random() == b.random()
+
+
+@pytest.mark.parametrize("law", ["uniform", "rademacher", "gaussian", "mammen"])
+@pytest.mark.parametrize("m", [1, 7, 130, 501])
+def test_bootstrap_draws_of_one_coordinate_are_the_defining_sums_to_the_bit(rng, law, m):
+    # d = 1 takes a path without the (B, m, 1) temporary: the same products and numpy's same sums
+    l = 13
+    layout = StreamLayout(n=m * l, block_len=l, n_blocks=m, batch_ends=np.zeros(0, dtype=np.int64))
+    state = _iid_block_state(rng, m, l, 1)
+    draws = inference.block_bootstrap_draws(state, layout, np.random.default_rng(3), 257, law)
+    eps = inference.draw_multipliers(np.random.default_rng(3), law, (257, m))
+    deviations = state.blocks - l * state.theta_bar
+    defining = (eps[:, :, None] * deviations[None, :, :]).sum(axis=1) / (m * l)
+    np.testing.assert_array_equal(draws, defining)
+
+
+def test_uniform_multipliers_are_numpys_uniform_to_the_bit():
+    s3 = math.sqrt(3.0)
+    a = inference.draw_multipliers(np.random.default_rng(9), "uniform", (300, 41))
+    np.testing.assert_array_equal(a, np.random.default_rng(9).uniform(-s3, s3, (300, 41)))

@@ -79,8 +79,12 @@ def draw_multipliers(gen: np.random.Generator, law: str, size) -> np.ndarray:
     """
     if law == "uniform":
         # numpy's uniform(low, high) is low + (high - low) * random(), element by element: the same
-        # numbers, from the faster random() (a bootstrap draws B x m of them per replication)
-        return -_SQRT3 + (_SQRT3 - -_SQRT3) * gen.random(size)
+        # numbers, from the faster random(), in place (a bootstrap draws B x m of them per
+        # replication, and every temporary of that size is a fresh mapping the kernel must fault in)
+        eps = gen.random(size)
+        eps *= _SQRT3 - -_SQRT3
+        eps += -_SQRT3
+        return eps
     if law == "rademacher":
         return np.where(gen.random(size) < 0.5, -1.0, 1.0)
     if law == "gaussian":
@@ -106,6 +110,9 @@ def block_bootstrap_draws(state: PathState, layout: StreamLayout, gen: np.random
     eps = draw_multipliers(gen, law, (n_boot, m))
     # an elementwise product and a numpy sum, not a BLAS matmul, so that the
     # result cannot depend on BLAS threading (n_jobs must not change results)
+    if deviations.shape[1] == 1:  # the same products and the same pairwise sums, without a (B, m, 1) temporary
+        np.multiply(eps, deviations[:, 0], out=eps)
+        return eps.sum(axis=1)[:, None] / (m * l)
     return (eps[:, :, None] * deviations[None, :, :]).sum(axis=1) / (m * l)
 
 
