@@ -190,27 +190,6 @@ def _close_blocks(blocks, i, n):
     return blocks.ends.min()
 
 
-#: How many block streams the scalar kernel keeps in registers (a gamma x beta sweep has five).
-REGISTER_STREAMS = 8
-
-
-@jit(inline=True)
-def _store_registers(acc, a0, a1, a2, a3, a4, a5, a6, a7):
-    """Write the register block sums into ``acc`` (its first ``min(8, streams)`` entries)."""
-    values = (a0, a1, a2, a3, a4, a5, a6, a7)
-    for r in range(min(acc.shape[0], REGISTER_STREAMS)):
-        acc[r] = values[r]
-
-
-@jit(inline=True)
-def _load_registers(acc):
-    """The first 8 block sums of ``acc``, zeros past its streams."""
-    g = acc.shape[0]
-    return (acc[0] if g > 0 else 0.0, acc[1] if g > 1 else 0.0, acc[2] if g > 2 else 0.0,
-            acc[3] if g > 3 else 0.0, acc[4] if g > 4 else 0.0, acc[5] if g > 5 else 0.0,
-            acc[6] if g > 6 else 0.0, acc[7] if g > 7 else 0.0)
-
-
 @jit
 def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_ends, batches):
     gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
@@ -227,8 +206,7 @@ def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_
     if blocks is not None:
         next_block = _open_blocks(blocks, n)
         n_acc = blocks.acc.shape[0]
-    # The open block sums of the first 8 streams live in registers (one vector add a step), the others in blocks.acc.
-    acc0 = acc1 = acc2 = acc3 = acc4 = acc5 = acc6 = acc7 = 0.0
+    acc0 = 0.0  # the first stream's open block sum lives in a register, the others in blocks.acc
     k = 0
     batch = 0.0
     batch_end = n + 1
@@ -249,25 +227,17 @@ def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_
         theta -= (eta * (1.0 / reps)) * g
         s, a, t = sn_add(s, a, t, theta, ref, fi)
         if blocks is not None:
-            # every register stream adds, used or not (no branch; LLVM makes one vector add of them)
             acc0 += theta
-            acc1 += theta
-            acc2 += theta
-            acc3 += theta
-            acc4 += theta
-            acc5 += theta
-            acc6 += theta
-            acc7 += theta
-            for r in range(REGISTER_STREAMS, n_acc):
+            for r in range(1, n_acc):
                 blocks.acc[r] += theta
         if batches is not None:
             batch += theta
         if i == event:
             if blocks is not None:
                 if i == next_block:
-                    _store_registers(blocks.acc, acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7)
+                    blocks.acc[0] = acc0
                     next_block = _close_blocks(blocks, i, n)
-                    acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7 = _load_registers(blocks.acc)
+                    acc0 = blocks.acc[0]
             if batches is not None:
                 if i == batch_end:
                     batches[k] = batch
