@@ -115,6 +115,16 @@ def sn_recentre(s, a, t, ref, fi):
     return 0.0, a + shift * (shift * w2 - 2.0 * t), t - shift * w2, ref + shift
 
 
+@jit(inline=True)
+def sn_recentre_all(s, a, t, ref, fi):
+    """:func:`sn_recentre` for every coordinate of the ``(d,)`` sums, in place; whether every ``A`` is finite."""
+    finite = True
+    for q in range(s.shape[0]):
+        s[q], a[q], t[q], ref[q] = sn_recentre(s[q], a[q], t[q], ref[q], fi)
+        finite = finite and np.isfinite(a[q])
+    return finite
+
+
 @jit
 def sn_read(s, a, t, ref, fk):
     """``(theta_bar_k, V_k)`` from the centred sums after step ``fk = float(k)``."""
@@ -315,10 +325,7 @@ def _vector_path(params, stream, n, batch_size, c, gamma, theta, grad, ref, s, a
                     k += 1
                     batch_end = batch_ends[k] if k < batch_ends.shape[0] else n + 1
             if i == pow2:
-                finite = True
-                for q in range(d):
-                    s[q], a[q], t[q], ref[q] = sn_recentre(s[q], a[q], t[q], ref[q], fi)
-                    finite = finite and np.isfinite(a[q])
+                finite = sn_recentre_all(s, a, t, ref, fi)
                 pow2 *= 2
                 if not finite:  # diverged: stop, the driver counts it
                     release_rng(stream, gen)

@@ -44,7 +44,7 @@ import numpy as np
 from ...engine.jit import jit
 from ...engine.rng import exponential, kernel_rng, local_rng, normal, release_rng, uniform
 from ...inference.streaming import PathState, StreamLayout
-from ...recursion.kernels import sn_add, sn_read, sn_recentre, step_ratio_coefficients, step_size
+from ...recursion.kernels import sn_add, sn_read, sn_recentre_all, step_ratio_coefficients, step_size
 from ...recursion.twins import _coefficients, _step_size, _sum_of_squares
 
 #: Model codes of the kernels.
@@ -243,10 +243,7 @@ def _dpsgd_path(stream, X, y, xnorm, logistic, sampling, steps, m, c, gamma, cli
             k += 1
             batch_end = batch_ends[k] if k < n_batches else steps + 1
         if i == pow2:
-            finite = True
-            for q in range(d):
-                s[q], a[q], t[q], ref[q] = sn_recentre(s[q], a[q], t[q], ref[q], fi)
-                finite = finite and np.isfinite(a[q])
+            finite = sn_recentre_all(s, a, t, ref, fi)
             pow2 *= 2
             if not finite:  # diverged: stop, the study counts it
                 counts[0], counts[1] = clipped, used
