@@ -197,6 +197,10 @@ class Study(ABC):
         """The text a run prints at its end (the main table, in markdown)."""
         return ""
 
+    def table_title(self, meta: dict) -> str | None:
+        """The tables' title: the run's name and the grid keys every row shares (:func:`title_of`)."""
+        return title_of(meta, [k.name for k in self.keys if k.grid])
+
 
 def stack(reps: list[dict]) -> dict[str, np.ndarray]:
     """Per-replication named arrays stacked along a first (replication) axis."""

@@ -35,7 +35,7 @@ from ...recursion.keys import (GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warn
                                validate_path)
 from ...recursion.twins import path_twin
 from ...reporting.csvio import write_csv  # noqa: F401  (re-exported for scripts)
-from ..base import Study, stack, title_of
+from ..base import Study, stack
 from .summary import summarize
 from .tables import render_latex, render_markdown
 
@@ -236,9 +236,6 @@ class CoverageStudy(Study):
 
     def render(self, tables, meta):
         return render_markdown(tables["summary"], self.table_title(meta))
-
-    def table_title(self, meta):
-        return title_of(meta, [k.name for k in self.keys if k.grid])
 
 
 def write_sweep_maps(out: Path, rows: list[dict]) -> list[str]:

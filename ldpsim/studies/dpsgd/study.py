@@ -32,7 +32,7 @@ from ...inference.intervals import (MIN_BOOTSTRAP_DRAWS, MULTIPLIERS, batch_mean
 from ...inference.streaming import StreamLayout, floor_power
 from ...privacy.accounting import SAMPLINGS
 from ...recursion.keys import GAMMA_WARNING_KINDS, MAX_STEPS, gamma_warnings
-from ..base import Study, title_of
+from ..base import Study
 from ..coverage.study import MANY_BATCHES, resolved
 from . import glm
 from .calibration import (DEFAULT_CLIP, DEFAULT_CLIP_HESSIAN, DEFAULT_METHODS, DIM, METHODS, calibrate,
@@ -306,9 +306,6 @@ class DpsgdStudy(Study):
         from .tables import render_markdown
 
         return render_markdown(tables, self.table_title(meta))
-
-    def table_title(self, meta):
-        return title_of(meta, [k.name for k in self.keys if k.grid])
 
 
 __all__ = ["DPSGD_KEYS", "DpsgdStudy"]

@@ -20,6 +20,7 @@ from ...engine.config import ConfigError, Key, Range, as_float, as_int, show
 from ...engine.resources import FLOAT
 from ...models.erm import ERM_MODELS, ErmModel, sphere_plane_rule
 from ...recursion.keys import MAX_STEPS
+from ..base import Study
 from .accounting import accounting_problem
 from .kernel import LAP, METHOD_NAMES, SPARSE, PathParams
 
@@ -301,3 +302,22 @@ __all__ = ["BATCH_KEY", "DELTA_KEY", "METHODS", "MODEL_KEYS", "NODES_KEY", "N_KE
            "checked_model", "count_or", "data_memory", "data_seed_key", "model_values", "n_batches", "path_params",
            "pooled_frequency", "positive_or", "resolve_budget", "shown_keys", "step_size", "theorem_value",
            "validate_batches", "with_default"]
+
+
+class SagdStudy(Study):
+    """What the three SAGD studies share in their outputs: ``table.md`` from the study's
+    ``markdown`` renderer, its ``figure``, and the privacy rows kept in ``meta.json``."""
+
+    #: ``(tables, title) -> str``, from :mod:`.tables`.
+    markdown: staticmethod
+    #: ``(out, tables, title) -> list of file names``, from :mod:`.figures`.
+    figure: staticmethod
+
+    def write_outputs(self, out, tables, meta):
+        meta["privacy"] = tables.get("privacy", [])
+        (out / "table.md").write_text(self.render(tables, meta))
+        return ["table.md"] + self.figure(out, tables, self.table_title(meta))
+
+    def render(self, tables, meta):
+        return self.markdown(tables, self.table_title(meta))
+

@@ -22,13 +22,15 @@ import numpy as np
 from ...engine.config import ConfigError, Key, Range, show
 from ...engine.rng import as_generator
 from ...reporting.stats import mean_se
-from ..base import Study, title_of
 from .accounting import lap_privacy, lemma1_check, sparse_privacy, theorem_range
-from .common import BATCH_KEY, DELTA_KEY, MODEL_KEYS, N_KEY, NODES_KEY, ORACLES, SPARSE_KEYS, UPDATE_KEYS, budget_key, \
-    build_model, check_accounting, check_eta, check_steps, checked_model, count_or, data_memory, data_seed_key, \
-    ListKey, model_values, n_batches, path_params, pooled_frequency, resolve_budget, shown_keys, theorem_value, \
-    validate_batches
+from .common import (
+    BATCH_KEY, DELTA_KEY, MODEL_KEYS, N_KEY, NODES_KEY, ORACLES, SPARSE_KEYS, UPDATE_KEYS, budget_key, SagdStudy,
+    build_model, check_accounting, check_eta, check_steps, checked_model, count_or, data_memory, data_seed_key,
+    ListKey, model_values, n_batches, path_params, pooled_frequency, resolve_budget, shown_keys, theorem_value,
+    validate_batches)
+from .figures import concentration_figure
 from .kernel import DIVERGED, MIN_G2, PAID, STEPS, SUM_G2, replicate_paths
+from .tables import render_concentration
 
 CONCENTRATION_KEYS = MODEL_KEYS + (
     Key("oracle", "choice", ["lap", "sparse"], choices=tuple(ORACLES), help="gradient oracle: lap (DPG-Lap), sparse"),
@@ -85,8 +87,11 @@ def privacy_row(setting, model, keys: dict) -> dict:
             "range_lo": lo, "range_hi": hi, "theorem_ok": bool(lo <= used <= hi), **check}
 
 
-class ConcentrationStudy(Study):
+class ConcentrationStudy(SagdStudy):
     """Frequency of ``||g~_t - g_t|| >= sqrt(d) sigma (1 + mu)`` against ``d beta + d e^(-mu)``."""
+
+    markdown = staticmethod(render_concentration)
+    figure = staticmethod(concentration_figure)
 
     name = "sagd_concentration"
     title = "001 Theorems 1 and 3: concentration of the DPG-Lap and DPG-Sparse gradients"
@@ -212,23 +217,6 @@ class ConcentrationStudy(Study):
                              "theorem_ok": prow["theorem_ok"], "lemma1_ok": prow["lemma1_ok"],
                              "reps": int(ok.sum()), "n_failed": int((~ok).sum())})
         return {"summary": rows, "privacy": privacy}
-
-    def write_outputs(self, out, tables, meta):
-        from .tables import render_concentration
-
-        meta["privacy"] = tables.get("privacy", [])
-        (out / "table.md").write_text(render_concentration(tables, self.table_title(meta)))
-        from .figures import concentration_figure
-
-        return ["table.md"] + concentration_figure(out, tables, self.table_title(meta))
-
-    def render(self, tables, meta):
-        from .tables import render_concentration
-
-        return render_concentration(tables, self.table_title(meta))
-
-    def table_title(self, meta):
-        return title_of(meta, [k.name for k in self.keys if k.grid])
 
 
 __all__ = ["CONCENTRATION_KEYS", "ConcentrationStudy", "privacy_row", "setting_T"]

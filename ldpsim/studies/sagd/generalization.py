@@ -24,12 +24,15 @@ import numpy as np
 from ...engine.config import ConfigError, Key, Range, show
 from ...engine.rng import as_generator
 from ...reporting.stats import mean_se
-from ..base import Study, title_of
 from .accounting import lap_privacy, sparse_privacy
-from .common import BATCH_KEY, DELTA_KEY, METHODS, MODEL_KEYS, N_KEY, NODES_KEY, SPARSE_KEYS, UPDATE_KEYS, budget_key, \
-    build_model, check_accounting, check_eta, check_steps, checked_model, data_memory, data_seed_key, model_values, \
-    n_batches, path_params, positive_or, resolve_budget, shown_keys, theorem_value, validate_batches, with_default
+from .common import (
+    BATCH_KEY, DELTA_KEY, METHODS, MODEL_KEYS, N_KEY, NODES_KEY, SPARSE_KEYS, UPDATE_KEYS, budget_key, SagdStudy,
+    build_model, check_accounting, check_eta, check_steps, checked_model, data_memory, data_seed_key,
+    model_values, n_batches, path_params, positive_or, resolve_budget, shown_keys, theorem_value,
+    validate_batches, with_default)
+from .figures import generalization_figure
 from .kernel import DIVERGED, LAP, PAID, SPARSE, replicate_paths
+from .tables import render_generalization
 
 GENERALIZATION_KEYS = MODEL_KEYS + (
     Key("sigma", "any", "theorem", convert=positive_or("theorem", high=1e100),
@@ -56,8 +59,11 @@ def checkpoint_epochs(epochs: int, count: int) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, epochs, min(count, epochs) + 1)).astype(np.int64))
 
 
-class GeneralizationStudy(Study):
+class GeneralizationStudy(SagdStudy):
     """Train and test loss along SAGD, RMSprop and Adam on the same training sets."""
+
+    markdown = staticmethod(render_generalization)
+    figure = staticmethod(generalization_figure)
 
     name = "sagd_generalization"
     title = "001 Section C: generalization gap of SAGD against RMSprop and Adam"
@@ -190,22 +196,6 @@ class GeneralizationStudy(Study):
         if privacy:  # none without a private method: no empty privacy.csv (write_csv refuses one)
             out["privacy"] = privacy
         return out
-
-    def write_outputs(self, out, tables, meta):
-        from .figures import generalization_figure
-        from .tables import render_generalization
-
-        meta["privacy"] = tables.get("privacy", [])
-        (out / "table.md").write_text(render_generalization(tables, self.table_title(meta)))
-        return ["table.md"] + generalization_figure(out, tables, self.table_title(meta))
-
-    def render(self, tables, meta):
-        from .tables import render_generalization
-
-        return render_generalization(tables, self.table_title(meta))
-
-    def table_title(self, meta):
-        return title_of(meta, [k.name for k in self.keys if k.grid])
 
 
 def _mean_se(name: str, values) -> dict:

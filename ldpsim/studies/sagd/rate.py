@@ -26,13 +26,15 @@ import numpy as np
 from ...engine.config import ConfigError, Key, Range, check_range, show
 from ...engine.rng import as_generator
 from ...reporting.stats import mean_se
-from ..base import Study, title_of
 from ..trajectory.summary import rate_row
 from .accounting import lap_privacy, sparse_privacy
-from .common import DELTA_KEY, MODEL_KEYS, N_KEY, NODES_KEY, ORACLES, SPARSE_KEYS, UPDATE_KEYS, budget_key, \
-    build_model, check_accounting, check_eta, check_steps, checked_model, data_memory, data_seed_key, model_values, \
-    path_params, resolve_budget, shown_keys, with_default
+from .common import (
+    DELTA_KEY, MODEL_KEYS, N_KEY, NODES_KEY, ORACLES, SPARSE_KEYS, UPDATE_KEYS, budget_key, SagdStudy,
+    build_model, check_accounting, check_eta, check_steps, checked_model, data_memory, data_seed_key,
+    model_values, path_params, resolve_budget, shown_keys, with_default)
+from .figures import rate_figure
 from .kernel import DIVERGED, MIN_G2, PAID, STEPS, SUM_G2, replicate_paths
+from .tables import render_rate
 
 #: The theorems' exponent of n.
 THEORY = -2.0 / 3.0
@@ -64,8 +66,11 @@ def theorem_T(setting, model) -> float:
     return n ** (2.0 / 3.0) / (const * model.g1 ** 2 * (math.log(d) + 7.0 / 3.0 * math.log(n)))
 
 
-class RateStudy(Study):
+class RateStudy(SagdStudy):
     """``min_t ||grad f(w_t)||^2`` of SAGD against n, and its fitted exponent next to -2/3."""
+
+    markdown = staticmethod(render_rate)
+    figure = staticmethod(rate_figure)
 
     name = "sagd_rate"
     title = "001 Theorems 2 and 4: min_t ||grad f(w_t)||^2 against n with sigma = n^-1/3"
@@ -180,22 +185,6 @@ class RateStudy(Study):
                 row = rate_row(dict(ident), estimator, ns, samples, config.options["fit_decades"], THEORY)
                 rates.append({**row, "n_from": row.pop("k_from"), "n_to": row.pop("k_to")})
         return {"summary": rows, "rates": rates, "privacy": privacy}
-
-    def write_outputs(self, out, tables, meta):
-        from .figures import rate_figure
-        from .tables import render_rate
-
-        meta["privacy"] = tables.get("privacy", [])
-        (out / "table.md").write_text(render_rate(tables, self.table_title(meta)))
-        return ["table.md"] + rate_figure(out, tables, self.table_title(meta))
-
-    def render(self, tables, meta):
-        from .tables import render_rate
-
-        return render_rate(tables, self.table_title(meta))
-
-    def table_title(self, meta):
-        return title_of(meta, [k.name for k in self.keys if k.grid])
 
 
 __all__ = ["RATE_KEYS", "RateStudy", "THEORY", "schedule"]

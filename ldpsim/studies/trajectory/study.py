@@ -35,7 +35,7 @@ from ...models import MODELS, build_model
 from ...recursion.keys import GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seed_key, path_values, \
     validate_path
 from ...reporting.stats import mean_se
-from ..base import Study, title_of
+from ..base import Study
 from .kernel import replication, run_trajectory, squared_norms
 from .summary import rate_row, trajectory_rows
 from .theory import THEORIES, linearized_curves, mean_field, theory_slope
@@ -206,9 +206,6 @@ class TrajectoryStudy(Study):
         from .tables import render_markdown
 
         return render_markdown(tables, self.table_title(meta))
-
-    def table_title(self, meta):
-        return title_of(meta, [k.name for k in self.keys if k.grid])
 
 
 __all__ = ["ESTIMATORS", "METRICS", "TRAJECTORY_KEYS", "TrajectoryStudy", "bias_rows", "metric_samples",
