@@ -104,7 +104,7 @@ def _fit(args) -> int:
 #: Flags of ``run`` and ``trace`` that are not config keys: ``--set n_jobs=2`` is refused with the flag to use.
 _RUN_FLAGS = {"n_jobs": "--n-jobs", "backend": "--backend", "scheduler": "--scheduler", "out": "--out",
               "resume": "--resume", "force": "--force", "quiet": "--quiet", "progress": "--quiet",
-              "name": "--out", "command": None, "overrides_from": None, "log": None, "source": "the config file"}
+              "name": None, "command": None, "overrides_from": None, "log": None, "source": "the config file"}
 
 
 def _overrides(args) -> dict:
