@@ -15,6 +15,7 @@ from ldpsim.inference import dpsgd as dpi
 from ldpsim.inference.critical_values import random_scaling_critical_value
 from ldpsim.inference.intervals import normal_quantile
 from ldpsim.inference.streaming import StreamLayout
+from ldpsim.privacy.gdp import gdp_epsilon
 from ldpsim.studies import resolve
 from ldpsim.studies.dpsgd import glm
 from ldpsim.studies.dpsgd.kernel import (draw_data, draw_data_twin, run_dpgd, run_dpgd_twin, run_dpsgd,
@@ -220,7 +221,15 @@ def test_run_writes_summary_with_the_coverage_columns(tmp_path):
     assert {"summary.csv", "accuracy.csv", "privacy.csv", "table.md", "table.tex", "coverage_length.png",
             "dpsgd_vs_dpgd.png"} <= files
     privacy = result.tables["privacy"][0]
-    assert privacy["mu"] == 2.0 and privacy["mu_total"] == pytest.approx(2 * math.sqrt(2))
+    # mu = 2 (the default budget) read at delta = 1e-5 by the valid accountant for swor, RDP
+    target = gdp_epsilon(2.0, 1e-5)
+    assert privacy["accountant"] == "rdp" and privacy["bound"] == "upper bound"
+    assert privacy["epsilon_target"] == pytest.approx(target)
+    assert 0.99 * target <= privacy["epsilon_path"] <= target
+    assert privacy["epsilon"] > privacy["epsilon_path"]  # with A~, S~ (mu_var = 2)
+    assert privacy["mu_total_clt"] == pytest.approx(math.hypot(privacy["mu_clt"], 2.0))
+    assert math.isnan(privacy["eps_pld"]) and math.isnan(privacy["eps_gdp"])  # no PLD for swor, no GDP for sampling
+    assert privacy["epsilon_dpgd"] == pytest.approx(gdp_epsilon(2 * math.sqrt(2), 1e-5))  # DP-GD: exact GDP
     assert "privacy" in result.meta and "eps CLT" in (tmp_path / "table.md").read_text()
     again = ldpsim.open_result(tmp_path)
     assert again.render() == result.render()
