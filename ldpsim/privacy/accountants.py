@@ -181,6 +181,16 @@ def _dp_accounting():
     return dp_accounting
 
 
+def path_event(sampling: str, sigma: float, steps: int, n: int, batch_size: int):
+    """dp-accounting's event for a DP-SGD path (noise multiplier ``sigma``; see :func:`epsilon_pair`).
+
+    Poisson: ``T`` compositions of ``PoissonSampledDpEvent(q, Gaussian)``;
+    swor: of ``SampledWithoutReplacementDpEvent(n, m, Gaussian)`` (replace-one
+    neighbours); cyclic: ``ceil(T m / n)`` plain Gaussian mechanisms.
+    """
+    return _path_event(_dp_accounting(), DpsgdPath(sampling, sigma, steps, n, batch_size), sigma)
+
+
 def _path_event(dpa, path: DpsgdPath, sigma: float):
     gaussian = dpa.GaussianDpEvent(sigma)
     if path.sampling == "poisson":
@@ -436,5 +446,6 @@ def _calibrate(target, delta, accountant, sampling, steps, n, batch_size, extra_
                                                     grid, version)[index], target, start, first_step=1.1)
 
 
-__all__ = ["ACCOUNTANTS", "CALIBRATION_AIM", "DEFAULT_ACCOUNTANT", "DESCRIPTION", "IS_BOUND", "SUPPORTED",
-           "cache_dir", "calibrate_sigma", "check_supported", "epsilon_pair", "solve_decreasing"]
+__all__ = ["ACCOUNTANTS", "CALIBRATION_AIM", "DEFAULT_ACCOUNTANT", "DESCRIPTION", "DpsgdPath", "IS_BOUND", "SIGMA_CAP",
+           "SUPPORTED", "cache_dir", "calibrate_sigma", "check_supported", "epsilon_pair", "path_event",
+           "solve_decreasing"]

@@ -65,7 +65,7 @@ DPSGD_KEYS = (
     Key("epsilon", "float", None, nullable=True, range=Range("(0, inf]", EPSILON_RANGE),
         help="budget of the DP-SGD path as (epsilon, delta), calibrated by `accountant`; inf: non-private; "
              "not with mu"),
-    Key("delta", "float", 1e-5, range=Range("(0, 0.1]"), help="delta of the budget and of every epsilon reported"),
+    Key("delta", "float", 1e-5, range=Range("(0, 1)"), help="delta of the budget and of every epsilon reported"),
     Key("mu", "float", None, nullable=True, range=Range("(0, inf]", MU_RANGE),
         help=f"GDP budget of the DP-SGD path, read at delta by a valid accountant; inf: non-private; default "
              f"{DEFAULT_MU:g} when epsilon is not given; not with epsilon"),
@@ -108,8 +108,10 @@ class DpsgdStudy(Study):
     tables = ("summary", "accuracy", "privacy")
     warning_kinds = {
         **GAMMA_WARNING_KINDS,
-        "cyclic": ("sampling = 'cyclic' with a finite mu", "no amplification by subsampling: composition of the "
+        "cyclic": ("sampling = 'cyclic' with a finite budget", "no amplification by subsampling: composition of the "
                    "steps that use an example"),
+        "delta": ("delta >= 1/n", "a release that publishes one random example outright is (0, 1/n)-DP: such a "
+                  "delta protects nobody"),
     }
     compute_sources = ("engine/dispatch.py", "engine/rng.py", "privacy", "inference", "recursion",
                        "studies/base.py", "studies/dpsgd/kernel.py", "studies/dpsgd/glm.py",
@@ -205,6 +207,9 @@ class DpsgdStudy(Study):
 
     def warnings(self, s, options):
         out = gamma_warnings(s)
+        if s.delta >= 1.0 / s.n and not math.isinf(path_target(s)):
+            out.append(("delta", f"delta = {s.delta:g} >= 1/n = {1.0 / s.n:.3g}: a release that publishes one random "
+                                 "example outright is (0, 1/n)-DP"))
         if s.sampling == "cyclic" and not math.isinf(path_target(s)):
             budget = f"mu = {s.mu}" if s.epsilon is None else f"epsilon = {s.epsilon}"
             out.append(("cyclic", f"sampling = 'cyclic' with {budget}: no amplification by subsampling, the noise "
