@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -233,79 +231,3 @@ def test_run_writes_summary_with_the_coverage_columns(tmp_path):
     assert "privacy" in result.meta and "eps CLT" in (tmp_path / "table.md").read_text()
     again = ldpsim.open_result(tmp_path)
     assert again.render() == result.render()
-
-
-# --- fit -----------------------------------------------------------------------------------------------
-
-
-def _write(path, text):
-    path.write_text(text)
-    return path
-
-
-@pytest.mark.parametrize("text, message", [
-    ("y,a\n" + "1,2\n" * 3, r"^data\.csv has 3 rows; 1 coefficients need at least 10$"),
-    ("y,a\n1,x\n" + "1,2\n" * 20, r"^column 'a' has a non-numeric value 'x' in row 2 of data\.csv$"),
-    ("y,a\n1,\n" + "1,2\n" * 20, r"^column 'a' has an empty value in row 2 of data\.csv$"),
-    ("y,a\n" + "".join(f"{i},3\n" for i in range(20)), r"^column 'a' is constant \(3 in every row\)"),
-    ("z,a\n" + "1,2\n" * 20, r"^response = 'y' is not a column of data\.csv; columns: z, a$"),
-])
-def test_fit_rejects_bad_csvs_in_one_line(tmp_path, text, message):
-    with pytest.raises(ldpsim.ConfigError, match=message):
-        from ldpsim.studies.dpsgd.fit import fit
-
-        fit(_write(tmp_path / "data.csv", text), "linear", "y", seed=1)
-
-
-def test_fit_missing_covariate_and_bad_logistic_response(tmp_path):
-    from ldpsim.studies.dpsgd.fit import fit
-
-    data = _write(tmp_path / "data.csv", "y,a,b\n" + "".join(f"{i % 3},{i},{i * i % 7}\n" for i in range(30)))
-    with pytest.raises(ldpsim.ConfigError, match=r"^covariate 'c' is not a column of data\.csv"):
-        fit(data, "linear", "y", ["a", "c"], seed=1)
-    with pytest.raises(ldpsim.ConfigError, match=r"^response 'y' must be 0 or 1 for the logistic model; row 4 has 2$"):
-        fit(data, "logistic", "y", seed=1)
-    with pytest.raises(ldpsim.ConfigError, match=r"^data file '.*nope\.csv' not found$"):
-        fit(tmp_path / "nope.csv", "linear", "y")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("model", ["linear", "logistic"])
-def test_fit_on_real_data_agrees_with_statsmodels(model, tmp_path):
-    # Angrist-style yardstick: the Fair (1978) affairs data shipped with statsmodels, non-private OLS / Logit on
-    # the same columns. DP-SGD's estimate differs from the full-sample fit by its optimisation and privacy noise
-    # only: within 4 of the plug-in interval's standard errors (deterministic: fixed seed)
-    sm = pytest.importorskip("statsmodels.api")
-    data = sm.datasets.fair.load_pandas().data
-    data["affair"] = (data["affairs"] > 0).astype(float)
-    path = tmp_path / "fair.csv"
-    data.to_csv(path, index=False)
-    from ldpsim.studies.dpsgd.fit import fit
-
-    if model == "linear":
-        response, covariates = "rate_marriage", ["age", "yrs_married", "children", "religious", "educ"]
-        ref = sm.OLS(data[response], sm.add_constant(data[covariates])).fit().params[covariates].to_numpy()
-    else:
-        response, covariates = "affair", ["rate_marriage", "age", "yrs_married", "children", "religious", "educ"]
-        ref = sm.Logit(data[response], sm.add_constant(data[covariates])).fit(disp=0).params[covariates].to_numpy()
-    result = fit(path, model, response, covariates, mu=2.0, kappa=1.6, seed=3, show_nonprivate=True)
-    slopes = slice(1, None) if model == "logistic" else slice(None)
-    est = result.estimate[slopes]
-    bounds = result.intervals["plug-in"][slopes]
-    se = (bounds[:, 1] - bounds[:, 0]) / (2 * normal_quantile(0.95))
-    assert (np.abs(est - ref) < 4 * se).all(), (est, ref, se)
-    np.testing.assert_allclose(result.nonprivate[0][slopes], ref, rtol=1e-6)  # our full-sample fit is statsmodels'
-    text = result.render()
-    assert "GDP" in text and "NOT private" in text and "not covered by the guarantee" in text
-
-
-def test_fit_command_line(tmp_path):
-    rows = "".join(f"{(i * 7919) % 13 / 3 + 0.3 * i % 5},{i % 11},{(i * 31) % 17}\n" for i in range(200))
-    data = _write(tmp_path / "d.csv", "y,a,b\n" + rows)
-    done = subprocess.run([sys.executable, "-m", "ldpsim", "fit", str(data), "--response", "y", "--mu", "1",
-                           "--kappa", "1.5", "--seed", "2"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert "plug-in 95% interval" in done.stdout and "mu = 1 GDP" in done.stdout
-    bad = subprocess.run([sys.executable, "-m", "ldpsim", "fit", str(data), "--response", "q"], capture_output=True,
-                         text=True)
-    assert bad.returncode == 2 and bad.stderr.startswith("ldpsim: error: response = 'q' is not a column")
