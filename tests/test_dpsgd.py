@@ -198,9 +198,12 @@ def test_config_errors_are_one_line():
 
 
 def test_settings_share_their_samples_across_the_algorithm_keys():
-    with pytest.warns(ldpsim.ConfigWarning, match="sampling = 'cyclic' with mu = 2.0: no amplification"):
+    with pytest.warns(ldpsim.ConfigWarning) as caught:
         config = resolve({"study": "dpsgd", "n": 30, "kappa": [1.2, 1.5], "mu": [2, "inf"],
                           "sampling": ["swor", "cyclic"], "reps": 2})
+    said = [str(w.message) for w in caught]
+    assert any("sampling = 'cyclic' with mu = 2.0: no amplification" in m for m in said)
+    assert any("RS, RS_raw with sampling = 'cyclic' and no privacy noise" in m for m in said)
     assert len({s.seed_key for s in config.settings}) == 1
     assert config.settings[0].clip == 6.0 and config.settings[0].mu_var == 2.0  # model defaults filled in
 
@@ -231,3 +234,19 @@ def test_run_writes_summary_with_the_coverage_columns(tmp_path):
     assert "privacy" in result.meta and "eps CLT" in (tmp_path / "table.md").read_text()
     again = ldpsim.open_result(tmp_path)
     assert again.render() == result.render()
+
+
+def test_random_scaling_on_a_deterministic_path_is_left_out_and_the_oracle_kept(tmp_path):
+    config = {"study": "dpsgd", "n": 60, "kappa": 1.3, "reps": 3, "seed": 1, "sampling": "cyclic", "mu": math.inf,
+              "methods": ["plugin", "RS", "oracle"]}
+    with pytest.warns(ldpsim.ConfigWarning, match="RS with sampling = 'cyclic' and no privacy noise"):
+        result = ldpsim.run(config, out=tmp_path, n_jobs=1, progress=False)
+    assert {r["method"] for r in result.rows} == {"plugin", "oracle"}
+    assert all(r["reps"] == 3 and r["n_failed"] == 0 for r in result.rows)
+    with pytest.raises(ldpsim.ConfigError, match="random scaling needs a random path"):
+        resolve({**config, "methods": ["RS"]})
+
+
+def test_dpgd_spacing_beyond_its_largest_count_is_one_line():
+    with pytest.raises(ldpsim.ConfigError, match=r"^T2_every = 5 > T2_max = 2 leaves DP-GD no iteration count"):
+        resolve({"study": "dpsgd", "n": 100, "kappa": 1.5, "methods": ["DPGD"], "T2_max": 2, "T2_every": 5})

@@ -44,6 +44,22 @@ DEFAULT_CLIP_HESSIAN = {"linear": 16.0, "logistic": 4.0}
 DIM = 3
 
 
+#: Methods whose interval is a random-scaling pivot: undefined when the path is not random (:func:`undefined_methods`).
+RANDOM_SCALING_METHODS = ("RS", "RS_raw", "RS_paper")
+
+
+def undefined_methods(s, methods) -> tuple[str, ...]:
+    """Methods of ``methods`` that have no interval for ``s``: random scaling on a deterministic path.
+
+    Cyclic passes without noise (a non-private budget) make the path a
+    function of the data alone: the random-scaling pivot has no law (its
+    correction is 0 / 0), while the plug-in interval and the oracle remain.
+    """
+    if s.sampling == "cyclic" and math.isinf(path_target(s)):
+        return tuple(m for m in methods if m in RANDOM_SCALING_METHODS)
+    return ()
+
+
 def output_columns(options) -> list[tuple[str, int | None]]:
     """``(method, T2)`` of each interval a replication computes (``T2`` only for DPGD)."""
     cols = []
@@ -200,6 +216,6 @@ def dpgd_noise_sd(s, steps: int) -> float:
     return 2.0 * s.gd_step * s.clip * math.sqrt(steps) / (s.n * mu)
 
 
-__all__ = ["Calibration", "DEFAULT_CLIP", "DEFAULT_CLIP_HESSIAN", "DEFAULT_METHODS", "DIM", "EPSILON_ACCOUNTED_MAX",
+__all__ = ["RANDOM_SCALING_METHODS", "undefined_methods", "Calibration", "DEFAULT_CLIP", "DEFAULT_CLIP_HESSIAN", "DEFAULT_METHODS", "DIM", "EPSILON_ACCOUNTED_MAX",
            "METHODS", "PATH_METHODS", "PRIVATE_MOMENT_METHODS", "budget_problem", "calibrate", "dpgd_mu",
            "dpgd_noise_sd", "noise_problem", "output_columns", "path_sigma", "path_target"]

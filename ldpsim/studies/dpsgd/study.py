@@ -38,7 +38,7 @@ from ..base import Study
 from ..coverage.study import MANY_BATCHES, resolved
 from . import glm
 from .calibration import (DEFAULT_CLIP, DEFAULT_CLIP_HESSIAN, DEFAULT_METHODS, DIM, METHODS, calibrate,
-                          dpgd_noise_sd, noise_problem, output_columns, path_target)
+                          dpgd_noise_sd, noise_problem, output_columns, path_target, undefined_methods)
 from .kernel import draw_data, draw_data_twin, run_dpgd, run_dpgd_twin, run_dpsgd, run_dpsgd_twin
 
 #: Doubles one replication holds per data point at its peak (measured with tracemalloc: 18 at d = 3): the
@@ -110,6 +110,8 @@ class DpsgdStudy(Study):
         **GAMMA_WARNING_KINDS,
         "cyclic": ("sampling = 'cyclic' with a finite budget", "no amplification by subsampling: composition of the "
                    "steps that use an example"),
+        "undefined": ("random scaling on a deterministic path", "cyclic passes without noise make the path a "
+                      "function of the data: the random-scaling pivot has no law; those rows are left out"),
         "delta": ("delta >= 1/n", "a release that publishes one random example outright is (0, 1/n)-DP: such a "
                   "delta protects nobody"),
     }
@@ -188,6 +190,13 @@ class DpsgdStudy(Study):
                               f"{min_bootstrap_draws(s.level)}")
         if any(m.startswith("RS") for m in methods):
             check_range("level", s.level, 0.05 <= s.level <= 0.9999, "[0.05, 0.9999] (random-scaling critical values)")
+        if len(undefined_methods(s, methods)) == len(methods):
+            raise ConfigError(f"methods = [{', '.join(methods)}] with sampling = cyclic and no privacy noise: random "
+                              "scaling needs a random path, and this one is a function of the data; add plugin or "
+                              "oracle, or use sampling swor or poisson")
+        if "DPGD" in methods and options.get("T2_every", 1) > options["T2_max"]:
+            raise ConfigError(f"T2_every = {options['T2_every']} > T2_max = {options['T2_max']} leaves DP-GD no "
+                              "iteration count; need T2_every <= T2_max")
         if "BM" in methods and s.gamma >= 1.0:
             raise ConfigError(f"gamma = {s.gamma} leaves no batch-means batches; BM needs gamma < 1")
         check_run_memory(self, [s], options, 1)  # before the layout, which is as large as the blocks and batches
@@ -210,6 +219,12 @@ class DpsgdStudy(Study):
         if s.delta >= 1.0 / s.n and not math.isinf(path_target(s)):
             out.append(("delta", f"delta = {s.delta:g} >= 1/n = {1.0 / s.n:.3g}: a release that publishes one random "
                                  "example outright is (0, 1/n)-DP"))
+        undefined = undefined_methods(s, options["methods"])
+        if undefined:
+            out.append(("undefined", f"{', '.join(undefined)} with sampling = 'cyclic' and no privacy noise: the path "
+                                     "is a function of the data, so the random-scaling pivot has no law; "
+                                     f"{'its' if len(undefined) == 1 else 'their'} rows are left out (plug-in and "
+                                     "oracle remain)"))
         if s.sampling == "cyclic" and not math.isinf(path_target(s)):
             budget = f"mu = {s.mu}" if s.epsilon is None else f"epsilon = {s.epsilon}"
             out.append(("cyclic", f"sampling = 'cyclic' with {budget}: no amplification by subsampling, the noise "
@@ -290,7 +305,10 @@ class DpsgdStudy(Study):
         common = dict(sigma1=cal.sigma1, k=k, m=m, f=cal.f)
         v_hat = dpi.random_scaling_variance(state.sn_v, m)
         draws = block_bootstrap_draws(state, cal.layout, gen, s.B, s.multiplier) if "BB" in methods else None
+        undefined = undefined_methods(s, methods)
         for j, (method, t2) in enumerate(columns):
+            if method in undefined:  # left NaN, and not a failure (summarize leaves these rows out)
+                continue
             est = theta_bar
             if method == "plugin":
                 lo, hi = dpi.plugin(theta_bar, v_d, a_d, n=n, level=s.level, corrected=True, **common)
@@ -322,8 +340,9 @@ class DpsgdStudy(Study):
             estimates[j], bounds[j, :, 0], bounds[j, :, 1] = est, lo, hi
         # an interval of rounding noise is no interval: a path started far away (theta0 = 1e20) whose steps are
         # below the spacing of its iterates gives length 0 (the coverage study's rule, RESOLVED_ULPS)
-        result["ok"] = bool(np.isfinite(bounds).all() and np.isfinite(estimates).all() and converged
-                            and resolved(bounds))
+        defined = [j for j, (method, _) in enumerate(columns) if method not in undefined]
+        result["ok"] = bool(np.isfinite(bounds[defined]).all() and np.isfinite(estimates[defined]).all() and converged
+                            and resolved(bounds[defined]))
         return result
 
     # --- summarising and drawing

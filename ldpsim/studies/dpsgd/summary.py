@@ -36,7 +36,7 @@ from ...privacy.accounting import NEIGHBOURS, clt_mu
 from ...privacy.gdp import compose, gdp_epsilon
 from ...reporting.stats import mean_se, proportion
 from ..coverage.summary import STAT_COLUMNS
-from .calibration import PRIVATE_MOMENT_METHODS, calibrate, dpgd_mu, output_columns, path_target
+from .calibration import PRIVATE_MOMENT_METHODS, calibrate, dpgd_mu, output_columns, path_target, undefined_methods
 
 
 def interval_stats(est, lo, hi, truth, z) -> dict:
@@ -130,7 +130,10 @@ def summarize(config: Config, chunks: list[dict]) -> dict[str, list[dict]]:
         reps, failed = int(ok.sum()), int((~ok).sum())
         truth = chunk["theta_star"][ok]
         z = normal_quantile(setting.level)
+        undefined = undefined_methods(setting, methods)
         for j, (method, t2) in enumerate(columns):
+            if method in undefined:  # no interval on a deterministic path (the warning said so)
+                continue
             est = chunk["estimates"][ok, j]
             lo, hi = chunk["bounds"][ok, j, :, 0], chunk["bounds"][ok, j, :, 1]
             steps = t2 if method == "DPGD" else (0 if method == "oracle" else cal.steps)
