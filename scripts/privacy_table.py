@@ -58,7 +58,7 @@ def markdown(rows) -> str:
     lines = []
     for r in rows:
         valid = r["sigma_pld"] if r["sigma_pld"] == r["sigma_pld"] else r["sigma_rdp"]
-        lines.append(f"| {r['sampling']} | {r['T']:.0e} | {r['q']:g} | {r['delta']:g} | {fmt(r['sigma_clt'], 4)} | "
+        lines.append(f"| {r['sampling']} | {r['T']:,} | {r['q']:g} | {r['delta']:g} | {fmt(r['sigma_clt'], 4)} | "
                      f"{fmt(r['eps_pld_at_sigma_clt'])} | {fmt(r['eps_rdp_at_sigma_clt'])} | {fmt(r['sigma_pld'], 4)} "
                      f"| {fmt(r['sigma_rdp'], 4)} | {fmt(valid / r['sigma_clt'])} |")
     return head + "\n".join(lines) + "\n"
@@ -77,7 +77,7 @@ def main() -> None:
                 print(f"poisson q = {q:g}, T = {steps:.0e}, delta = {delta:g}: {time.time() - tic:.0f} s", file=sys.stderr)
     for n, steps in PAPER:
         rows.append(row("swor", steps, n, 1, 1e-5, PAPER_TARGET, ("rdp",)))
-    write_csv(out / "accountants.csv", rows)
+    write_csv(rows, out / "accountants.csv")
     table = markdown([r for r in rows if r["sampling"] == "poisson"])
     paper = markdown([r for r in rows if r["sampling"] == "swor"])
     (out / "table.md").write_text(
