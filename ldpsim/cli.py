@@ -67,36 +67,55 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="set any config key, as for run")
 
-    fit = sub.add_parser("fit", help="DP-SGD estimates and private confidence intervals on a CSV file (002)")
+    fit = sub.add_parser("fit", help="DP-SGD estimates and private confidence intervals on a CSV file (002)",
+                         description="The budget covers the whole release: the DP-SGD path, the private A~ and S~ "
+                                     "of the intervals, and the private scaling of the columns.")
     fit.add_argument("data", help="CSV file with a header row; numeric columns")
     fit.add_argument("--model", choices=("linear", "logistic"), default="linear")
     fit.add_argument("--response", required=True, help="response column (logistic: 0/1)")
     fit.add_argument("--covariates", nargs="+", metavar="COLUMN", help="covariate columns (default: all others)")
     budget = fit.add_mutually_exclusive_group()
-    budget.add_argument("--mu", type=float, help="GDP budget of the DP-SGD path (default 2)")
-    budget.add_argument("--epsilon", type=float, help="budget as (epsilon, --delta)-DP, converted through GDP")
-    fit.add_argument("--delta", type=float, default=1e-5, help="delta of --epsilon and of the reported guarantee")
-    fit.add_argument("--mu-var", type=float, help="GDP budget of the private A~, S~ (default: the path's)")
+    budget.add_argument("--epsilon", type=float, help="budget of the whole release as (epsilon, --delta)-DP")
+    budget.add_argument("--mu", type=float, help="budget of the whole release as mu-GDP, read at --delta")
+    fit.add_argument("--delta", type=float, default=1e-5, help="delta of the budget and of the guarantee (1e-5)")
+    fit.add_argument("--accountant", choices=("rdp", "pld", "gdp", "clt"),
+                     help="default the valid one for --sampling: rdp (swor), pld (poisson), gdp (cyclic); clt is "
+                          "002's approximation, not a bound")
+    fit.add_argument("--sampling", choices=("swor", "poisson", "cyclic"), default="swor",
+                     help="mini-batches without replacement (default), Poisson, or cyclic passes")
+    fit.add_argument("--share-moments", type=float, default=0.1,
+                     help="share of the GDP budget mu^2 for A~ and S~ (default 0.1)")
+    fit.add_argument("--share-scaling", type=float, default=0.1,
+                     help="share of mu^2 for the private scaling (default 0.1; only if a column is scaled privately)")
+    fit.add_argument("--bounds", nargs="+", metavar="COLUMN=LOW:HIGH",
+                     help="public bounds of columns (values clipped to them; spends nothing), e.g. age=18:100")
+    scaling = fit.add_mutually_exclusive_group()
+    scaling.add_argument("--no-scaling", "--no-standardize", dest="no_scaling", action="store_true",
+                         help="use the columns without bounds as they are (their scale is taken as public)")
+    scaling.add_argument("--nonprivate-scaling", action="store_true",
+                         help="scale by the sample means and SDs: NOT private, and the output says so")
     fit.add_argument("--clip", type=float, help="per-example gradient clip (default 3 sqrt(d) linear, 1.5 sqrt(d) logistic)")
     fit.add_argument("--kappa", type=float, default=2.0, help="T = min(n^kappa, --max-steps) steps (default 2)")
-    fit.add_argument("--max-steps", type=float, default=1e8, help="cap on T (default 1e8)")
+    fit.add_argument("--max-steps", default="1e8", help="cap on T (default 1e8)")
     fit.add_argument("--batch-size", type=int, default=1, help="m (default 1)")
     fit.add_argument("--c", type=float, default=0.2, help="step size eta_t = c t^-0.501 (default 0.2)")
     fit.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
-    fit.add_argument("--no-standardize", action="store_true",
-                     help="use the columns as they are (the sample means and SDs are not private)")
     fit.add_argument("--seed", type=int, help="seed (default: fresh entropy; a fixed seed makes the noise reproducible)")
     fit.add_argument("--show-nonprivate", action="store_true", help="also print the full-sample fit (NOT private)")
     return parser
 
 
 def _fit(args) -> int:
+    from .engine.config import as_int
     from .studies.dpsgd.fit import fit
 
-    result = fit(args.data, args.model, args.response, args.covariates, mu=args.mu, epsilon=args.epsilon,
-                 delta=args.delta, mu_var=args.mu_var, clip=args.clip, kappa=args.kappa,
-                 max_steps=int(args.max_steps), batch_size=args.batch_size, c=args.c, level=args.level,
-                 standardize=not args.no_standardize, seed=args.seed, show_nonprivate=args.show_nonprivate)
+    scaling = "none" if args.no_scaling else "nonprivate" if args.nonprivate_scaling else "private"
+    result = fit(args.data, args.model, args.response, args.covariates, epsilon=args.epsilon, mu=args.mu,
+                 delta=args.delta, accountant=args.accountant, sampling=args.sampling,
+                 share_moments=args.share_moments, share_scaling=args.share_scaling, scaling=scaling,
+                 bounds=args.bounds, clip=args.clip, kappa=args.kappa, max_steps=as_int("max_steps", args.max_steps),
+                 batch_size=args.batch_size, c=args.c, level=args.level, seed=args.seed,
+                 show_nonprivate=args.show_nonprivate)
     print(result.render())
     return 0
 

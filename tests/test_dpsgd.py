@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,6 +13,7 @@ from ldpsim.inference import dpsgd as dpi
 from ldpsim.inference.critical_values import random_scaling_critical_value
 from ldpsim.inference.intervals import normal_quantile
 from ldpsim.inference.streaming import StreamLayout
+from ldpsim.privacy.gdp import gdp_epsilon
 from ldpsim.studies import resolve
 from ldpsim.studies.dpsgd import glm
 from ldpsim.studies.dpsgd.kernel import (draw_data, draw_data_twin, run_dpgd, run_dpgd_twin, run_dpsgd,
@@ -199,9 +198,12 @@ def test_config_errors_are_one_line():
 
 
 def test_settings_share_their_samples_across_the_algorithm_keys():
-    with pytest.warns(ldpsim.ConfigWarning, match="sampling = 'cyclic' with mu = 2.0: no amplification"):
+    with pytest.warns(ldpsim.ConfigWarning) as caught:
         config = resolve({"study": "dpsgd", "n": 30, "kappa": [1.2, 1.5], "mu": [2, "inf"],
                           "sampling": ["swor", "cyclic"], "reps": 2})
+    said = [str(w.message) for w in caught]
+    assert any("sampling = 'cyclic' with mu = 2.0: no amplification" in m for m in said)
+    assert any("RS, RS_raw with sampling = 'cyclic' and no privacy noise" in m for m in said)
     assert len({s.seed_key for s in config.settings}) == 1
     assert config.settings[0].clip == 6.0 and config.settings[0].mu_var == 2.0  # model defaults filled in
 
@@ -220,83 +222,31 @@ def test_run_writes_summary_with_the_coverage_columns(tmp_path):
     assert {"summary.csv", "accuracy.csv", "privacy.csv", "table.md", "table.tex", "coverage_length.png",
             "dpsgd_vs_dpgd.png"} <= files
     privacy = result.tables["privacy"][0]
-    assert privacy["mu"] == 2.0 and privacy["mu_total"] == pytest.approx(2 * math.sqrt(2))
+    # mu = 2 (the default budget) read at delta = 1e-5 by the valid accountant for swor, RDP
+    target = gdp_epsilon(2.0, 1e-5)
+    assert privacy["accountant"] == "rdp" and privacy["bound"] == "upper bound"
+    assert privacy["epsilon_target"] == pytest.approx(target)
+    assert 0.99 * target <= privacy["epsilon_path"] <= target
+    assert privacy["epsilon"] > privacy["epsilon_path"]  # with A~, S~ (mu_var = 2)
+    assert privacy["mu_total_clt"] == pytest.approx(math.hypot(privacy["mu_clt"], 2.0))
+    assert math.isnan(privacy["eps_pld"]) and math.isnan(privacy["eps_gdp"])  # no PLD for swor, no GDP for sampling
+    assert privacy["epsilon_dpgd"] == pytest.approx(gdp_epsilon(2 * math.sqrt(2), 1e-5))  # DP-GD: exact GDP
     assert "privacy" in result.meta and "eps CLT" in (tmp_path / "table.md").read_text()
     again = ldpsim.open_result(tmp_path)
     assert again.render() == result.render()
 
 
-# --- fit -----------------------------------------------------------------------------------------------
+def test_random_scaling_on_a_deterministic_path_is_left_out_and_the_oracle_kept(tmp_path):
+    config = {"study": "dpsgd", "n": 60, "kappa": 1.3, "reps": 3, "seed": 1, "sampling": "cyclic", "mu": math.inf,
+              "methods": ["plugin", "RS", "oracle"]}
+    with pytest.warns(ldpsim.ConfigWarning, match="RS with sampling = 'cyclic' and no privacy noise"):
+        result = ldpsim.run(config, out=tmp_path, n_jobs=1, progress=False)
+    assert {r["method"] for r in result.rows} == {"plugin", "oracle"}
+    assert all(r["reps"] == 3 and r["n_failed"] == 0 for r in result.rows)
+    with pytest.raises(ldpsim.ConfigError, match="random scaling needs a random path"):
+        resolve({**config, "methods": ["RS"]})
 
 
-def _write(path, text):
-    path.write_text(text)
-    return path
-
-
-@pytest.mark.parametrize("text, message", [
-    ("y,a\n" + "1,2\n" * 3, r"^data\.csv has 3 rows; 1 coefficients need at least 10$"),
-    ("y,a\n1,x\n" + "1,2\n" * 20, r"^column 'a' has a non-numeric value 'x' in row 2 of data\.csv$"),
-    ("y,a\n1,\n" + "1,2\n" * 20, r"^column 'a' has an empty value in row 2 of data\.csv$"),
-    ("y,a\n" + "".join(f"{i},3\n" for i in range(20)), r"^column 'a' is constant \(3 in every row\)"),
-    ("z,a\n" + "1,2\n" * 20, r"^response = 'y' is not a column of data\.csv; columns: z, a$"),
-])
-def test_fit_rejects_bad_csvs_in_one_line(tmp_path, text, message):
-    with pytest.raises(ldpsim.ConfigError, match=message):
-        from ldpsim.studies.dpsgd.fit import fit
-
-        fit(_write(tmp_path / "data.csv", text), "linear", "y", seed=1)
-
-
-def test_fit_missing_covariate_and_bad_logistic_response(tmp_path):
-    from ldpsim.studies.dpsgd.fit import fit
-
-    data = _write(tmp_path / "data.csv", "y,a,b\n" + "".join(f"{i % 3},{i},{i * i % 7}\n" for i in range(30)))
-    with pytest.raises(ldpsim.ConfigError, match=r"^covariate 'c' is not a column of data\.csv"):
-        fit(data, "linear", "y", ["a", "c"], seed=1)
-    with pytest.raises(ldpsim.ConfigError, match=r"^response 'y' must be 0 or 1 for the logistic model; row 4 has 2$"):
-        fit(data, "logistic", "y", seed=1)
-    with pytest.raises(ldpsim.ConfigError, match=r"^data file '.*nope\.csv' not found$"):
-        fit(tmp_path / "nope.csv", "linear", "y")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("model", ["linear", "logistic"])
-def test_fit_on_real_data_agrees_with_statsmodels(model, tmp_path):
-    # Angrist-style yardstick: the Fair (1978) affairs data shipped with statsmodels, non-private OLS / Logit on
-    # the same columns. DP-SGD's estimate differs from the full-sample fit by its optimisation and privacy noise
-    # only: within 4 of the plug-in interval's standard errors (deterministic: fixed seed)
-    sm = pytest.importorskip("statsmodels.api")
-    data = sm.datasets.fair.load_pandas().data
-    data["affair"] = (data["affairs"] > 0).astype(float)
-    path = tmp_path / "fair.csv"
-    data.to_csv(path, index=False)
-    from ldpsim.studies.dpsgd.fit import fit
-
-    if model == "linear":
-        response, covariates = "rate_marriage", ["age", "yrs_married", "children", "religious", "educ"]
-        ref = sm.OLS(data[response], sm.add_constant(data[covariates])).fit().params[covariates].to_numpy()
-    else:
-        response, covariates = "affair", ["rate_marriage", "age", "yrs_married", "children", "religious", "educ"]
-        ref = sm.Logit(data[response], sm.add_constant(data[covariates])).fit(disp=0).params[covariates].to_numpy()
-    result = fit(path, model, response, covariates, mu=2.0, kappa=1.6, seed=3, show_nonprivate=True)
-    slopes = slice(1, None) if model == "logistic" else slice(None)
-    est = result.estimate[slopes]
-    bounds = result.intervals["plug-in"][slopes]
-    se = (bounds[:, 1] - bounds[:, 0]) / (2 * normal_quantile(0.95))
-    assert (np.abs(est - ref) < 4 * se).all(), (est, ref, se)
-    np.testing.assert_allclose(result.nonprivate[0][slopes], ref, rtol=1e-6)  # our full-sample fit is statsmodels'
-    text = result.render()
-    assert "GDP" in text and "NOT private" in text and "not covered by the guarantee" in text
-
-
-def test_fit_command_line(tmp_path):
-    rows = "".join(f"{(i * 7919) % 13 / 3 + 0.3 * i % 5},{i % 11},{(i * 31) % 17}\n" for i in range(200))
-    data = _write(tmp_path / "d.csv", "y,a,b\n" + rows)
-    done = subprocess.run([sys.executable, "-m", "ldpsim", "fit", str(data), "--response", "y", "--mu", "1",
-                           "--kappa", "1.5", "--seed", "2"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert "plug-in 95% interval" in done.stdout and "mu = 1 GDP" in done.stdout
-    bad = subprocess.run([sys.executable, "-m", "ldpsim", "fit", str(data), "--response", "q"], capture_output=True,
-                         text=True)
-    assert bad.returncode == 2 and bad.stderr.startswith("ldpsim: error: response = 'q' is not a column")
+def test_dpgd_spacing_beyond_its_largest_count_is_one_line():
+    with pytest.raises(ldpsim.ConfigError, match=r"^T2_every = 5 > T2_max = 2 leaves DP-GD no iteration count"):
+        resolve({"study": "dpsgd", "n": 100, "kappa": 1.5, "methods": ["DPGD"], "T2_max": 2, "T2_every": 5})

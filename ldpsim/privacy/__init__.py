@@ -1,10 +1,14 @@
-"""Privacy: the mechanisms that privatize one observation's gradient, and their guarantees.
+"""Privacy: the mechanisms that privatize data or gradients, and the accountants behind every guarantee stated.
 
 :mod:`.mechanisms` holds randomized response, the Laplace and the (analytic)
 Gaussian mechanism, their calibration from a gradient's sensitivity, the
-guarantee each gives in words, and the noise records the kernels draw from.
-:mod:`.gdp` is Gaussian differential privacy (mu-GDP <-> (epsilon, delta));
-:mod:`.accounting` calibrates central DP-SGD to a mu-GDP target over T
-subsampled steps (the CLT of Bu et al.) and compares it with dp-accounting.
-Models choose a mechanism; nothing here knows a model.
+guarantee each gives in words, and the noise records the kernels draw from;
+:mod:`.online` 004's mechanisms and per-user budgets. :mod:`.gdp` is Gaussian
+differential privacy (mu-GDP <-> (epsilon, delta)); :mod:`.accountants` gives
+the (epsilon, delta) of a DP-SGD release by dp-accounting's PLD and RDP
+accountants, by exact GDP composition, or by the CLT of Bu et al. that 002
+uses (:mod:`.accounting`: an approximation, labelled so), and calibrates the
+noise to a target; :mod:`.composition` composes pure mechanisms (SAGD);
+:mod:`.scaling` scales data columns without leaking them. Models choose a
+mechanism; nothing here knows a model.
 """

@@ -1,4 +1,4 @@
-"""Privacy accounting of DP-SGD: the noise of one step for a target mu-GDP over T subsampled steps.
+"""The CLT accounting of DP-SGD that 002 uses (an approximation), and the noise of one step.
 
 One step of DP-SGD adds ``N(0, sigma^2 D^2)`` to a sum of clipped per-example
 gradients whose sensitivity is ``D``: on its own it is ``1/sigma``-GDP. Over
@@ -22,9 +22,8 @@ cancellation still costs ``1e-16 sigma`` of relative precision, by their
 series in ``1 / sigma``), and inverted for ``sigma`` by Brent's method in
 ``log sigma``; a ``mu`` whose ``sigma`` lies outside the floating-point range
 is a ``ValueError`` that says so. mu-GDP <-> (epsilon, delta) goes through
-:mod:`.gdp`. :func:`dp_accounting_epsilons` asks Google's ``dp-accounting``
-package (the ``accounting`` extra) for the epsilon of the actual sampled
-Gaussian mechanism, to show how far the CLT is from an exact accountant.
+:mod:`.gdp`. The CLT is an approximation, not a bound: :mod:`.accountants`
+puts it beside the valid accountants (PLD, RDP, exact GDP composition).
 """
 
 from __future__ import annotations
@@ -211,49 +210,5 @@ def mu_from_epsilon_delta(epsilon: float, delta: float) -> float:
     return gdp_mu(epsilon, delta)
 
 
-def dp_accounting_epsilons(sigma: float, q: float, steps: int, sampling: str, delta: float,
-                           n: int | None = None, batch_size: int | None = None) -> dict | None:
-    """epsilon at ``delta`` of the actual sampled Gaussian mechanism, by ``dp-accounting``'s accountants.
-
-    Returns ``None`` if the ``accounting`` extra (``dp-accounting``) is not
-    installed. Keys: ``rdp`` (the RDP accountant; Poisson with add/remove
-    neighbours, or sampling without replacement with replace-one neighbours,
-    Wang, Balle & Kasiviswanathan 2019) and ``pld`` (the privacy-loss
-    distribution accountant, Poisson only: it does not support sampling
-    without replacement). ``sigma`` is the noise multiplier relative to the
-    sensitivity under that neighbouring relation, as in :func:`clt_mu`.
-    """
-    try:
-        import dp_accounting
-    except ImportError:
-        return None
-    out = {}
-    if math.isinf(sigma) or sigma == 0:
-        return out
-    gaussian = dp_accounting.GaussianDpEvent(sigma)
-    if sampling == "poisson":
-        event = dp_accounting.PoissonSampledDpEvent(q, gaussian)
-        rdp = dp_accounting.rdp.RdpAccountant()
-        rdp.compose(event, int(steps))
-        out["rdp"] = float(rdp.get_epsilon(delta))
-        # a 1e-3 grid of the privacy loss: epsilon to about 1e-3, ten times faster than the default 1e-4
-        pld = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-3)
-        pld.compose(event, int(steps))
-        out["pld"] = float(pld.get_epsilon(delta))
-    elif sampling == "swor":
-        if n is None or batch_size is None:
-            raise ValueError("sampling without replacement needs n and batch_size")
-        # dp-accounting's replace-one sampled Gaussian takes the noise multiplier relative to the
-        # sensitivity of one example's contribution; in the replace-one relation that is the
-        # change of the sum when one example's term is replaced, our D: the same sigma
-        event = dp_accounting.SampledWithoutReplacementDpEvent(int(n), int(batch_size), gaussian)
-        rdp = dp_accounting.rdp.RdpAccountant(
-            neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
-        rdp.compose(event, int(steps))
-        out["rdp"] = float(rdp.get_epsilon(delta))
-    return out
-
-
-__all__ = ["MAX_LOG_SIGMA", "NEIGHBOURS", "SAMPLINGS", "SERIES_SIGMA", "clt_mu", "clt_sigma", "dp_accounting_epsilons",
-           "gdp_summary",
+__all__ = ["MAX_LOG_SIGMA", "NEIGHBOURS", "SAMPLINGS", "SERIES_SIGMA", "clt_mu", "clt_sigma", "gdp_summary",
            "mu_from_epsilon_delta", "step_noise_sd"]

@@ -1,11 +1,15 @@
 """What the replications of one DP-SGD setting share: methods, output columns, steps and noise.
 
 :func:`calibrate` turns a setting into ``T = floor(n^kappa)``, the sampling
-rate ``q = m / n``, the noise multiplier ``sigma`` that makes the path
-``mu``-GDP by the CLT (:func:`ldpsim.privacy.accounting.clt_sigma`), the step
-noise ``sigma_1`` (doubled with ``calibration = printed``, 002's Corollary 3 as
-printed), the sampling fraction ``f`` of the interval formulas, the stream
-layout of BB and BM, and the design's Cholesky factor.
+rate ``q = m / n``, the noise multiplier ``sigma`` of the path
+(:func:`path_sigma`: for the budget ``epsilon`` at ``delta``, or ``mu``-GDP
+read at ``delta``, by the setting's accountant; ``mu`` with ``accountant =
+clt`` is 002's calibration by the CLT), the step noise ``sigma_1`` (doubled
+with ``calibration = printed``, 002's Corollary 3 as printed), the sampling
+fraction ``f`` of the interval formulas, the stream layout of BB and BM, and
+the design's Cholesky factor. The budgets of the further releases, ``A~`` and
+``S~`` (``mu_var``-GDP, exactly: Gaussian mechanisms) and DP-GD
+(:func:`dpgd_mu`), are Gaussian DP parameters.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import numpy as np
 from ...inference import dpsgd as dpi
 from ...inference.streaming import StreamLayout, floor_power
 from ...engine.config import show
+from ...privacy.accountants import SIGMA_CAP, calibrate_sigma, epsilon_pair
 from ...privacy.accounting import MAX_LOG_SIGMA, clt_mu, clt_sigma, step_noise_sd
+from ...privacy.gdp import gdp_epsilon, gdp_mu
 from . import glm
 
 #: Interval methods, in table order.
@@ -38,6 +44,22 @@ DEFAULT_CLIP_HESSIAN = {"linear": 16.0, "logistic": 4.0}
 DIM = 3
 
 
+#: Methods whose interval is a random-scaling pivot: undefined when the path is not random (:func:`undefined_methods`).
+RANDOM_SCALING_METHODS = ("RS", "RS_raw", "RS_paper")
+
+
+def undefined_methods(s, methods) -> tuple[str, ...]:
+    """Methods of ``methods`` that have no interval for ``s``: random scaling on a deterministic path.
+
+    Cyclic passes without noise (a non-private budget) make the path a
+    function of the data alone: the random-scaling pivot has no law (its
+    correction is 0 / 0), while the plug-in interval and the oracle remain.
+    """
+    if s.sampling == "cyclic" and math.isinf(path_target(s)):
+        return tuple(m for m in methods if m in RANDOM_SCALING_METHODS)
+    return ()
+
+
 def output_columns(options) -> list[tuple[str, int | None]]:
     """``(method, T2)`` of each interval a replication computes (``T2`` only for DPGD)."""
     cols = []
@@ -48,6 +70,46 @@ def output_columns(options) -> list[tuple[str, int | None]]:
         else:
             cols.append((method, None))
     return cols
+
+
+#: Budgets (epsilon at delta) a valid accountant is asked to calibrate to: above, dp-accounting's PLD grows
+#: without bound in memory (epsilon 1e4 at T = 1e6 took 1.4 GB); below, no noise multiplier up to
+#: :data:`~ldpsim.privacy.accountants.SIGMA_CAP` reaches it (the accountants' floors, about 0.002-0.02).
+EPSILON_ACCOUNTED_MAX = 100.0
+
+
+def path_target(s) -> float:
+    """The path's budget as epsilon at ``s.delta``: ``epsilon``, or what ``mu``-GDP gives at ``delta`` (inf: none)."""
+    if s.epsilon is not None:
+        return s.epsilon
+    return math.inf if math.isinf(s.mu) else gdp_epsilon(s.mu, s.delta)
+
+
+def path_sigma(s, steps: int | None = None) -> float:
+    """Noise multiplier of the path of ``s`` (0: non-private).
+
+    ``mu`` with the ``clt`` or ``gdp`` accountant: the CLT's (exact
+    composition for cyclic passes) ``clt_sigma(mu)``, 002's calibration.
+    Otherwise the budget (:func:`path_target`) by the accountant
+    (:func:`ldpsim.privacy.accountants.calibrate_sigma`).
+
+    Raises
+    ------
+    ValueError
+        If the accountant cannot reach the budget.
+    """
+    steps = floor_power(s.n, s.kappa) if steps is None else steps
+    q = s.batch_size / s.n
+    if s.epsilon is None and s.accountant in ("clt", "gdp"):
+        return clt_sigma(s.mu, q, steps, s.sampling)
+    return calibrate_sigma(path_target(s), s.delta, s.accountant, s.sampling, steps, s.n, s.batch_size)
+
+
+def dpgd_mu(s) -> float:
+    """GDP budget of a DP-GD run (its T2 full-batch Gaussian steps compose exactly): ``mu``, or the ``epsilon``'s."""
+    if s.epsilon is None:
+        return s.mu
+    return math.inf if math.isinf(s.epsilon) else gdp_mu(s.epsilon, s.delta)
 
 
 @dataclass(frozen=True)
@@ -67,7 +129,7 @@ def calibrate(s, methods) -> Calibration:
     """Steps, noise multiplier, step noise SD, sampling factor, stream layout and Cholesky factor of ``s``."""
     steps = floor_power(s.n, s.kappa)
     q = s.batch_size / s.n
-    sigma = clt_sigma(s.mu, q, steps, s.sampling)
+    sigma = path_sigma(s, steps)
     sigma1 = step_noise_sd(sigma, s.clip, s.batch_size, s.sampling) if sigma > 0 else 0.0
     if s.calibration == "printed":
         sigma1 *= 2.0
@@ -76,26 +138,56 @@ def calibrate(s, methods) -> Calibration:
                        glm.design_cholesky(s.design, DIM))
 
 
+def budget_problem(s) -> str | None:
+    """Why the path's budget cannot be calibrated by the setting's accountant (one line), or ``None``.
+
+    A valid accountant (``epsilon`` given, or ``accountant`` pld or rdp) is
+    asked for budgets up to :data:`EPSILON_ACCOUNTED_MAX`, and reaches down
+    only to its epsilon at ``sigma =`` :data:`~ldpsim.privacy.accountants.SIGMA_CAP`.
+    """
+    target = path_target(s)
+    if math.isinf(target) or (s.epsilon is None and s.accountant in ("clt", "gdp")):
+        return None
+    what = (f"epsilon = {show(s.epsilon)}" if s.epsilon is not None
+            else f"mu = {show(s.mu)} (epsilon = {target:.4g} at delta = {show(s.delta)})")
+    if target > EPSILON_ACCOUNTED_MAX:
+        return (f"{what} is above what the {s.accountant} accountant is asked to calibrate; allowed: epsilon <= "
+                f"{EPSILON_ACCOUNTED_MAX:g} (or accountant = clt, an approximation)")
+    steps = floor_power(s.n, s.kappa)
+    try:
+        path_sigma(s, steps)
+    except ValueError:
+        floor = epsilon_pair(s.accountant, s.sampling, SIGMA_CAP, steps, s.n, s.batch_size, s.delta)[0]
+        return (f"{what} is below what the {s.accountant} accountant certifies for T = {steps} steps even at a noise "
+                f"multiplier of {SIGMA_CAP:g}; allowed here: epsilon >= {floor:.3g} at delta = {show(s.delta)}")
+    return None
+
+
 def noise_problem(s, options) -> str | None:
     """Why the noise of some quantity ``s`` releases is not a finite number, or ``None`` (one line).
 
-    The path's ``sigma`` and ``sigma_1`` (``mu``, ``clip``), the noise of
-    ``A~`` and ``S~`` (``mu_var``, ``clip_hessian``, ``clip``) and of DP-GD
-    (``mu``, ``gd_step``, ``clip``): a noise beyond the largest float makes
-    every replication's numbers NaN, so such a setting is refused; the line
-    says which key to change, and how far.
+    The path's budget (:func:`budget_problem`), its ``sigma`` and ``sigma_1``
+    (``mu`` or ``epsilon``, ``clip``), the noise of ``A~`` and ``S~``
+    (``mu_var``, ``clip_hessian``, ``clip``) and of DP-GD (its budget,
+    ``gd_step``, ``clip``): a noise beyond the largest float makes every
+    replication's numbers NaN, so such a setting is refused; the line says
+    which key to change, and how far.
     """
     methods = options["methods"]
     steps = floor_power(s.n, s.kappa)
     q = s.batch_size / s.n
-    if not math.isinf(s.mu):  # the path runs whatever the methods
+    problem = budget_problem(s)
+    if problem is not None:
+        return problem
+    if not math.isinf(path_target(s)):  # the path runs whatever the methods
         sens = step_noise_sd(1.0, s.clip, s.batch_size, s.sampling) * (2.0 if s.calibration == "printed" else 1.0)
         try:
-            sigma = clt_sigma(s.mu, q, steps, s.sampling)
+            sigma = path_sigma(s, steps)
         except ValueError:
             sigma = math.inf
         if not math.isfinite(sigma * sens):
-            # the smallest mu whose sigma_1 = sigma x sens is a float
+            # the smallest mu whose sigma_1 = sigma x sens is a float (reached only by the CLT's mu: a valid
+            # accountant's sigma stays below SIGMA_CAP)
             top = min(math.exp(MAX_LOG_SIGMA), 1.7e308 / sens)
             smallest = clt_mu(top, q, steps, s.sampling)
             return (f"mu = {show(s.mu)} needs step noise sigma_1 = sigma x {sens:.3g} beyond the largest float "
@@ -109,19 +201,21 @@ def noise_problem(s, options) -> str | None:
     if "DPGD" in methods:
         worst = max(t2 for method, t2 in output_columns(options) if method == "DPGD")
         if not math.isfinite(dpgd_noise_sd(s, worst)):
-            return (f"mu = {show(s.mu)} with gd_step = {show(s.gd_step)}, clip = {show(s.clip)}: DP-GD's noise SD "
-                    f"2 gd_step clip sqrt(T2) / (n mu) at T2 = {worst} is beyond the largest float; raise mu or "
-                    "lower gd_step or clip")
+            budget = "mu" if s.epsilon is None else "epsilon"
+            return (f"{budget} = {show(getattr(s, budget))} with gd_step = {show(s.gd_step)}, clip = {show(s.clip)}: "
+                    f"DP-GD's noise SD 2 gd_step clip sqrt(T2) / (n mu) at T2 = {worst} is beyond the largest float; "
+                    f"raise {budget} or lower gd_step or clip")
     return None
 
 
 def dpgd_noise_sd(s, steps: int) -> float:
-    """Per-step SD of DP-GD's noise: ``2 step clip sqrt(T2) / (n mu)`` (each step mu / sqrt(T2)-GDP)."""
-    if math.isinf(s.mu):
+    """Per-step SD of DP-GD's noise: ``2 step clip sqrt(T2) / (n mu)`` (each step mu / sqrt(T2)-GDP, :func:`dpgd_mu`)."""
+    mu = dpgd_mu(s)
+    if math.isinf(mu):
         return 0.0
-    return 2.0 * s.gd_step * s.clip * math.sqrt(steps) / (s.n * s.mu)
+    return 2.0 * s.gd_step * s.clip * math.sqrt(steps) / (s.n * mu)
 
 
-
-__all__ = ["Calibration", "DEFAULT_CLIP", "DEFAULT_CLIP_HESSIAN", "DEFAULT_METHODS", "DIM", "METHODS", "PATH_METHODS",
-           "PRIVATE_MOMENT_METHODS", "calibrate", "dpgd_noise_sd", "noise_problem", "output_columns"]
+__all__ = ["RANDOM_SCALING_METHODS", "undefined_methods", "Calibration", "DEFAULT_CLIP", "DEFAULT_CLIP_HESSIAN", "DEFAULT_METHODS", "DIM", "EPSILON_ACCOUNTED_MAX",
+           "METHODS", "PATH_METHODS", "PRIVATE_MOMENT_METHODS", "budget_problem", "calibrate", "dpgd_mu",
+           "dpgd_noise_sd", "noise_problem", "output_columns", "path_sigma", "path_target"]

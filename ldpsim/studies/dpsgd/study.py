@@ -30,13 +30,15 @@ from ...inference import dpsgd as dpi
 from ...inference.intervals import (MIN_BOOTSTRAP_DRAWS, MULTIPLIERS, batch_means, block_bootstrap,
                                     block_bootstrap_draws, min_bootstrap_draws)
 from ...inference.streaming import StreamLayout, floor_power
+from ...privacy.accountants import ACCOUNTANTS, DEFAULT_ACCOUNTANT, DESCRIPTION, check_supported
 from ...privacy.accounting import SAMPLINGS
+from ...privacy.gdp import gdp_mu
 from ...recursion.keys import GAMMA_WARNING_KINDS, MAX_STEPS, gamma_warnings
 from ..base import Study
 from ..coverage.study import MANY_BATCHES, resolved
 from . import glm
 from .calibration import (DEFAULT_CLIP, DEFAULT_CLIP_HESSIAN, DEFAULT_METHODS, DIM, METHODS, calibrate,
-                          dpgd_noise_sd, noise_problem, output_columns)
+                          dpgd_noise_sd, noise_problem, output_columns, path_target, undefined_methods)
 from .kernel import draw_data, draw_data_twin, run_dpgd, run_dpgd_twin, run_dpsgd, run_dpsgd_twin
 
 #: Doubles one replication holds per data point at its peak (measured with tracemalloc: 18 at d = 3): the
@@ -46,6 +48,11 @@ DOUBLES_PER_POINT = 20
 #: sqrt(mu^2 + mu_var^2) with the budget of A~, S~ are floats, neither overflowing nor underflowing.
 MU_MIN, MU_MAX = 1e-100, 1e100
 MU_RANGE = "[1e-100, 1e100] or inf"
+#: Finite (epsilon, delta) budgets: the GDP mu each implies (for mu_var and DP-GD) is a float.
+EPSILON_MIN, EPSILON_MAX = 1e-6, 1e4
+EPSILON_RANGE = "[1e-06, 1e4] or inf"
+#: The budget when a config gives neither mu nor epsilon (002's Figure 2).
+DEFAULT_MU = 2.0
 
 DPSGD_KEYS = (
     Key("model", "choice", "linear", choices=("linear", "logistic"), help="linear or logistic regression, d = 3"),
@@ -54,9 +61,19 @@ DPSGD_KEYS = (
     Key("sampling", "choice", "swor", choices=SAMPLINGS,
         help="mini-batches: without replacement, Poisson (rate m/n) or cyclic passes"),
     # a finite mu must lie in [MU_MIN, MU_MAX]: the check is in validate (the key's range lets inf in)
-    Key("mu", "float", 2.0, range=Range("(0, inf]", MU_RANGE), help="GDP budget of the DP-SGD path; inf: non-private"),
+    # a finite epsilon must lie in [EPSILON_MIN, EPSILON_MAX]: the check is in make_setting
+    Key("epsilon", "float", None, nullable=True, range=Range("(0, inf]", EPSILON_RANGE),
+        help="budget of the DP-SGD path as (epsilon, delta), calibrated by `accountant`; inf: non-private; "
+             "not with mu"),
+    Key("delta", "float", 1e-5, range=Range("(0, 1)"), help="delta of the budget and of every epsilon reported"),
+    Key("mu", "float", None, nullable=True, range=Range("(0, inf]", MU_RANGE),
+        help=f"GDP budget of the DP-SGD path, read at delta by a valid accountant; inf: non-private; default "
+             f"{DEFAULT_MU:g} when epsilon is not given; not with epsilon"),
+    Key("accountant", "choice", None, nullable=True, choices=ACCOUNTANTS,
+        help="pld, rdp, gdp (exact, cyclic only) or clt (002's CLT: an approximation, not a bound); default the "
+             "valid one for the sampling: pld (poisson), rdp (swor), gdp (cyclic)"),
     Key("mu_var", "float", None, nullable=True, range=Range("(0, inf]", MU_RANGE),
-        help="GDP budget of the private A~, S~ (plug-in, corrected RS); default: mu"),
+        help="GDP budget of the private A~, S~ (plug-in, corrected RS); default: mu, or the mu of (epsilon, delta)"),
     Key("calibration", "choice", "exact", choices=("exact", "printed"),
         help="sigma_1 = 2 sigma clip / m (exact) or 002's printed 2 sigma Delta_g / m, Delta_g = 2 clip"),
     Key("clip", "float", None, nullable=True, range=Range("(0, inf]"),
@@ -91,8 +108,12 @@ class DpsgdStudy(Study):
     tables = ("summary", "accuracy", "privacy")
     warning_kinds = {
         **GAMMA_WARNING_KINDS,
-        "cyclic": ("sampling = 'cyclic' with a finite mu", "no amplification by subsampling: composition of the "
+        "cyclic": ("sampling = 'cyclic' with a finite budget", "no amplification by subsampling: composition of the "
                    "steps that use an example"),
+        "undefined": ("random scaling on a deterministic path", "cyclic passes without noise make the path a "
+                      "function of the data: the random-scaling pivot has no law; those rows are left out"),
+        "delta": ("delta >= 1/n", "a release that publishes one random example outright is (0, 1/n)-DP: such a "
+                  "delta protects nobody"),
     }
     compute_sources = ("engine/dispatch.py", "engine/rng.py", "privacy", "inference", "recursion",
                        "studies/base.py", "studies/dpsgd/kernel.py", "studies/dpsgd/glm.py",
@@ -105,20 +126,35 @@ class DpsgdStudy(Study):
                      "mse": "number", "mse_se": "number", "rmse": "number", "mse_ratio": "number",
                      "mse_ratio_se": "number"},
         "privacy": {"n": "positive", "T": "positive", "sampling": "text", "sigma": "number", "sigma1": "number",
-                    "mu": "number", "mu_total": "number", "eps_clt": "number", "eps_rdp": "number",
-                    "eps_pld": "number", "clip_rate_path": "number", "clip_rate_star": "number"},
+                    "delta": "number", "accountant": "text", "bound": "text", "epsilon": "number",
+                    "epsilon_path": "number", "eps_clt": "number", "eps_rdp": "number", "eps_pld": "number",
+                    "eps_gdp": "number", "clip_rate_path": "number", "clip_rate_star": "number"},
     }
 
     # --- configuration
 
     def make_setting(self, values):
         values = dict(values)
+        epsilon, mu = values["epsilon"], values["mu"]
+        if epsilon is not None and mu is not None:
+            raise ConfigError(f"mu = {show(mu)} and epsilon = {show(epsilon)}: give the budget as mu (GDP) or as "
+                              "epsilon (with delta), not both")
+        if epsilon is not None:
+            check_range("epsilon", epsilon, EPSILON_MIN <= epsilon <= EPSILON_MAX or math.isinf(epsilon),
+                        EPSILON_RANGE)
+        elif mu is None:
+            values["mu"] = DEFAULT_MU
+        if values["accountant"] is None:
+            values["accountant"] = DEFAULT_ACCOUNTANT[values["sampling"]]
         if values["clip"] is None:
             values["clip"] = DEFAULT_CLIP[values["model"]]
         if values["clip_hessian"] is None:
             values["clip_hessian"] = DEFAULT_CLIP_HESSIAN[values["model"]]
-        if values["mu_var"] is None:
-            values["mu_var"] = values["mu"]
+        if values["mu_var"] is None:  # the A~, S~ pair gets the path's budget, in GDP
+            if values["mu"] is not None:
+                values["mu_var"] = values["mu"]
+            else:
+                values["mu_var"] = math.inf if math.isinf(epsilon) else gdp_mu(epsilon, values["delta"])
         return super().make_setting(values)
 
     def seed_key(self, values):
@@ -130,10 +166,16 @@ class DpsgdStudy(Study):
         methods = options["methods"]
         for key in ("mu", "mu_var"):
             value = getattr(s, key)
-            check_range(key, value, MU_MIN <= value <= MU_MAX or math.isinf(value), MU_RANGE)
+            if value is not None:
+                check_range(key, value, MU_MIN <= value <= MU_MAX or math.isinf(value), MU_RANGE)
+        problem = check_supported(s.accountant, s.sampling)
+        if problem is not None:
+            raise ConfigError(problem)
         check_range("batch_size", s.batch_size, s.batch_size <= s.n, f"[1, n] = [1, {s.n}]")
-        if math.isinf(s.clip) and not (math.isinf(s.mu) and math.isinf(s.mu_var)):
-            raise ConfigError(f"clip = inf leaves the gradient unbounded: a private run (mu = {s.mu}) needs a "
+        private_path = not math.isinf(path_target(s))
+        if math.isinf(s.clip) and (private_path or not math.isinf(s.mu_var)):
+            budget = f"mu = {show(s.mu)}" if s.epsilon is None else f"epsilon = {show(s.epsilon)}"
+            raise ConfigError(f"clip = inf leaves the gradient unbounded: a private run ({budget}) needs a "
                               "finite clip")
         if math.isinf(s.clip_hessian) and not math.isinf(s.mu_var):
             raise ConfigError(f"clip_hessian = inf leaves A~ unbounded: a private run (mu_var = {s.mu_var}) needs a "
@@ -148,6 +190,13 @@ class DpsgdStudy(Study):
                               f"{min_bootstrap_draws(s.level)}")
         if any(m.startswith("RS") for m in methods):
             check_range("level", s.level, 0.05 <= s.level <= 0.9999, "[0.05, 0.9999] (random-scaling critical values)")
+        if len(undefined_methods(s, methods)) == len(methods):
+            raise ConfigError(f"methods = [{', '.join(methods)}] with sampling = cyclic and no privacy noise: random "
+                              "scaling needs a random path, and this one is a function of the data; add plugin or "
+                              "oracle, or use sampling swor or poisson")
+        if "DPGD" in methods and options.get("T2_every", 1) > options["T2_max"]:
+            raise ConfigError(f"T2_every = {options['T2_every']} > T2_max = {options['T2_max']} leaves DP-GD no "
+                              "iteration count; need T2_every <= T2_max")
         if "BM" in methods and s.gamma >= 1.0:
             raise ConfigError(f"gamma = {s.gamma} leaves no batch-means batches; BM needs gamma < 1")
         check_run_memory(self, [s], options, 1)  # before the layout, which is as large as the blocks and batches
@@ -167,8 +216,18 @@ class DpsgdStudy(Study):
 
     def warnings(self, s, options):
         out = gamma_warnings(s)
-        if s.sampling == "cyclic" and not math.isinf(s.mu):
-            out.append(("cyclic", f"sampling = 'cyclic' with mu = {s.mu}: no amplification by subsampling, the noise "
+        if s.delta >= 1.0 / s.n and not math.isinf(path_target(s)):
+            out.append(("delta", f"delta = {s.delta:g} >= 1/n = {1.0 / s.n:.3g}: a release that publishes one random "
+                                 "example outright is (0, 1/n)-DP"))
+        undefined = undefined_methods(s, options["methods"])
+        if undefined:
+            out.append(("undefined", f"{', '.join(undefined)} with sampling = 'cyclic' and no privacy noise: the path "
+                                     "is a function of the data, so the random-scaling pivot has no law; "
+                                     f"{'its' if len(undefined) == 1 else 'their'} rows are left out (plug-in and "
+                                     "oracle remain)"))
+        if s.sampling == "cyclic" and not math.isinf(path_target(s)):
+            budget = f"mu = {s.mu}" if s.epsilon is None else f"epsilon = {s.epsilon}"
+            out.append(("cyclic", f"sampling = 'cyclic' with {budget}: no amplification by subsampling, the noise "
                                   "is calibrated by composing the steps that use each example"))
         return out
 
@@ -246,7 +305,10 @@ class DpsgdStudy(Study):
         common = dict(sigma1=cal.sigma1, k=k, m=m, f=cal.f)
         v_hat = dpi.random_scaling_variance(state.sn_v, m)
         draws = block_bootstrap_draws(state, cal.layout, gen, s.B, s.multiplier) if "BB" in methods else None
+        undefined = undefined_methods(s, methods)
         for j, (method, t2) in enumerate(columns):
+            if method in undefined:  # left NaN, and not a failure (summarize leaves these rows out)
+                continue
             est = theta_bar
             if method == "plugin":
                 lo, hi = dpi.plugin(theta_bar, v_d, a_d, n=n, level=s.level, corrected=True, **common)
@@ -278,8 +340,9 @@ class DpsgdStudy(Study):
             estimates[j], bounds[j, :, 0], bounds[j, :, 1] = est, lo, hi
         # an interval of rounding noise is no interval: a path started far away (theta0 = 1e20) whose steps are
         # below the spacing of its iterates gives length 0 (the coverage study's rule, RESOLVED_ULPS)
-        result["ok"] = bool(np.isfinite(bounds).all() and np.isfinite(estimates).all() and converged
-                            and resolved(bounds))
+        defined = [j for j, (method, _) in enumerate(columns) if method not in undefined]
+        result["ok"] = bool(np.isfinite(bounds[defined]).all() and np.isfinite(estimates[defined]).all() and converged
+                            and resolved(bounds[defined]))
         return result
 
     # --- summarising and drawing
@@ -296,6 +359,12 @@ class DpsgdStudy(Study):
         title = self.table_title(meta)
         if tables.get("privacy"):
             meta["privacy"] = tables["privacy"]  # meta.json shows the accounting beside the config
+            meta["privacy_accountants"] = {name: DESCRIPTION[name] for name in ACCOUNTANTS}
+            meta["privacy_note"] = ("epsilon: the guarantee each setting claims at delta for the path and, when an "
+                                    "interval method uses them, the private A~ and S~, by the setting's accountant; "
+                                    "a valid upper bound unless bound = 'approximation (CLT)'. eps_clt is the CLT's "
+                                    "approximation, eps_rdp, eps_pld and eps_gdp valid upper bounds (eps_gdp exact), "
+                                    "each for the same noise (eps_total_*: the whole release).")
         (out / "table.md").write_text(render_markdown(tables, title))
         (out / "table.tex").write_text(render_latex(tables))
         level = meta.get("config", {}).get("level")

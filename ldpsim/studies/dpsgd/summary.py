@@ -12,28 +12,31 @@
   with its SE (delta method for the ratio, with the covariance of the paired
   errors).
 * ``privacy``: per setting, ``T``, the noise multiplier ``sigma`` and step
-  noise ``sigma_1``, the budgets, the (epsilon, delta) that the CLT's mu
-  implies and, with the ``accounting`` extra, dp-accounting's epsilon of
-  the same sampled Gaussian mechanism, and the clipping rates.
+  noise ``sigma_1``, the accountant and ``epsilon``, the guarantee the run
+  claims at ``delta`` for everything one analysis releases (the path, and
+  ``A~``, ``S~`` when an interval method uses them; ``bound`` says whether
+  it is a valid upper bound or the CLT's approximation), ``epsilon_path``
+  (the path alone), and for the same noise every accountant's epsilon of
+  the path (``eps_clt``, ``eps_rdp``, ``eps_pld``, ``eps_gdp``) and of the
+  whole release (``eps_total_*``), blank where one does not apply
+  (:data:`ldpsim.privacy.accountants.SUPPORTED`); DP-GD's own guarantee
+  (``epsilon_dpgd``, exact); the clipping rates.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 
 from ...engine.config import Config
 from ...inference.intervals import normal_quantile
-from ...privacy.accounting import NEIGHBOURS, dp_accounting_epsilons
-from ...privacy.gdp import compose, gdp_delta, gdp_epsilon
+from ...privacy.accountants import ACCOUNTANTS, IS_BOUND, SUPPORTED, epsilon_pair
+from ...privacy.accounting import NEIGHBOURS, clt_mu
+from ...privacy.gdp import compose, gdp_epsilon
 from ...reporting.stats import mean_se, proportion
 from ..coverage.summary import STAT_COLUMNS
-from .calibration import PRIVATE_MOMENT_METHODS, calibrate, output_columns
-
-#: The delta at which epsilons are reported.
-DELTA = 1e-5
+from .calibration import PRIVATE_MOMENT_METHODS, calibrate, dpgd_mu, output_columns, path_target, undefined_methods
 
 
 def interval_stats(est, lo, hi, truth, z) -> dict:
@@ -77,37 +80,40 @@ def accuracy_row(keys, estimator, steps, errors, oracle_errors, failed) -> dict:
             "mse_ratio": ratio, "mse_ratio_se": ratio_se}
 
 
-def privacy_row(keys, setting, methods, cal, chunk, accountant: bool) -> dict:
-    private_moments = any(m in PRIVATE_MOMENT_METHODS for m in methods)
-    mu = setting.mu
-    total = compose(mu, setting.mu_var) if private_moments else mu
-    row = {**keys, "n": setting.n, "T": cal.steps, "sampling": setting.sampling, "q": cal.q,
+#: Columns of a privacy row that a varied key of the same name would otherwise repeat.
+OWN_COLUMNS = ("sampling", "delta", "accountant", "epsilon", "mu_var", "clip")
+
+
+def privacy_row(keys, setting, methods, cal, chunk) -> dict:
+    """The privacy of one setting's release at its ``delta`` (module docstring), with the clipping rates."""
+    moments = any(m in PRIVATE_MOMENT_METHODS for m in methods)
+    extra = setting.mu_var if moments else 0.0
+    delta = setting.delta
+    mu_clt = clt_mu(cal.sigma, cal.q, cal.steps, setting.sampling) if cal.sigma > 0 else math.inf
+    # the row's own columns come after the varied keys they repeat (epsilon there is the claim, not the key)
+    row = {**{k: v for k, v in keys.items() if k not in OWN_COLUMNS}, "n": setting.n, "T": cal.steps, "sampling": setting.sampling, "q": cal.q,
            "neighbours": NEIGHBOURS[setting.sampling], "sigma": cal.sigma, "sigma1": cal.sigma1, "clip": setting.clip,
-           "mu": mu, "mu_var": setting.mu_var if private_moments else math.nan, "mu_total": total,
-           "delta_at_eps1": gdp_delta(1.0, mu) if not math.isinf(mu) else 1.0,
-           "eps_clt": gdp_epsilon(mu, DELTA) if not math.isinf(mu) else math.inf,
-           "eps_total": gdp_epsilon(total, DELTA) if not math.isinf(total) else math.inf,
-           "eps_rdp": math.nan, "eps_pld": math.nan}
-    if accountant and not math.isinf(mu) and setting.sampling in ("swor", "poisson"):
-        found = dp_accounting_epsilons(cal.sigma, cal.q, cal.steps, setting.sampling, DELTA, n=setting.n,
-                                       batch_size=setting.batch_size)
-        if found:
-            row["eps_rdp"] = found.get("rdp", math.nan)
-            row["eps_pld"] = found.get("pld", math.nan)
+           "delta": delta, "accountant": setting.accountant,
+           "bound": "upper bound" if IS_BOUND[setting.accountant] else "approximation (CLT)",
+           "epsilon": math.nan, "epsilon_path": math.nan, "epsilon_target": path_target(setting),
+           "mu_clt": mu_clt, "mu_var": setting.mu_var if moments else math.nan,
+           "mu_total_clt": compose(mu_clt, extra) if moments else mu_clt}
+    for name in ACCOUNTANTS:
+        alone = total = math.nan
+        if setting.sampling in SUPPORTED[name]:
+            alone, total = epsilon_pair(name, setting.sampling, cal.sigma, cal.steps, setting.n, setting.batch_size,
+                                        delta, extra)
+        row[f"eps_{name}"], row[f"eps_total_{name}"] = alone, total
+    row["epsilon_path"] = row[f"eps_{setting.accountant}"]
+    row["epsilon"] = row[f"eps_total_{setting.accountant}"]
+    # each DP-GD run is its own release: T2 full-batch Gaussian steps and its own A~, S~, composed exactly in GDP
+    gd = dpgd_mu(setting)
+    row["epsilon_dpgd"] = (gdp_epsilon(compose(gd, setting.mu_var), delta) if not math.isinf(compose(gd, setting.mu_var))
+                           else math.inf) if "DPGD" in methods else math.nan
     ok = chunk["ok"]
     row["clip_rate_path"], row["clip_rate_path_se"] = mean_se(chunk["clip_path"][ok])
     row["clip_rate_star"], row["clip_rate_star_se"] = mean_se(chunk["clip_star"][ok])
     return row
-
-
-def accountant_available() -> bool:
-    """Whether dp-accounting is installed; says so in one line on stderr if not."""
-    try:
-        import dp_accounting  # noqa: F401
-    except ImportError:
-        print("ldpsim: dp-accounting comparison skipped: pip install 'ldpsim[accounting]'", file=sys.stderr)
-        return False
-    return True
 
 
 def summarize(config: Config, chunks: list[dict]) -> dict[str, list[dict]]:
@@ -115,7 +121,6 @@ def summarize(config: Config, chunks: list[dict]) -> dict[str, list[dict]]:
     keys = [k for k in config.varied if k != "n"]
     columns = output_columns(config.options)
     methods = config.options["methods"]
-    accountant = any(not math.isinf(s.mu) for s in config.settings) and accountant_available()
     joint = True
     rows, accuracy, privacy = [], [], []
     for setting, chunk in zip(config.settings, chunks):
@@ -125,7 +130,10 @@ def summarize(config: Config, chunks: list[dict]) -> dict[str, list[dict]]:
         reps, failed = int(ok.sum()), int((~ok).sum())
         truth = chunk["theta_star"][ok]
         z = normal_quantile(setting.level)
+        undefined = undefined_methods(setting, methods)
         for j, (method, t2) in enumerate(columns):
+            if method in undefined:  # no interval on a deterministic path (the warning said so)
+                continue
             est = chunk["estimates"][ok, j]
             lo, hi = chunk["bounds"][ok, j, :, 0], chunk["bounds"][ok, j, :, 1]
             steps = t2 if method == "DPGD" else (0 if method == "oracle" else cal.steps)
@@ -145,8 +153,8 @@ def summarize(config: Config, chunks: list[dict]) -> dict[str, list[dict]]:
             if method == "DPGD":
                 accuracy.append(accuracy_row(ident_n, "DPGD", t2, chunk["estimates"][ok, j] - truth, oracle_err,
                                              failed))
-        privacy.append(privacy_row(ident, setting, methods, cal, chunk, accountant))
+        privacy.append(privacy_row(ident, setting, methods, cal, chunk))
     return {"summary": rows, "accuracy": accuracy, "privacy": privacy}
 
 
-__all__ = ["DELTA", "STAT_COLUMNS", "accuracy_row", "interval_stats", "privacy_row", "ratio_of_means", "summarize"]
+__all__ = ["STAT_COLUMNS", "accuracy_row", "interval_stats", "privacy_row", "ratio_of_means", "summarize"]
