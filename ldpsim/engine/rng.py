@@ -13,7 +13,7 @@ and :func:`uniform`, :func:`normal` and :func:`exponential` step that state in
 place with the published SFC64 recurrence and turn the 64-bit words into
 numbers exactly as numpy does (``next_double``; the 256-layer ziggurats of
 ``random_standard_normal`` and ``random_standard_exponential``, with numpy's
-tables). The numbers are numpy's, bit for bit and in the same order, and
+tables, computed as numpy's were made: :mod:`.ziggurat`). The numbers are numpy's, bit for bit and in the same order, and
 ``gen`` is left where numpy's own methods would have left it; a call through
 numba's ``Generator`` instead goes through a function pointer per draw,
 which costs more than the draw itself (``scripts/bench.py``). Generators on
@@ -29,10 +29,16 @@ import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
-from numba.np.random._constants import (fe_double, fi_double, ke_double, ki_double, we_double, wi_double,
-                                        ziggurat_exp_r, ziggurat_nor_inv_r, ziggurat_nor_r)
 
-from .jit import JIT_OPTIONS, jit
+from .jit import DISABLED, JIT_OPTIONS, jit
+from .ziggurat import EXPONENTIAL_R as ziggurat_exp_r
+from .ziggurat import NORMAL_INV_R as ziggurat_nor_inv_r
+from .ziggurat import NORMAL_R as ziggurat_nor_r
+from .ziggurat import exponential_tables, normal_tables
+
+# numpy's ziggurat tables, computed as numpy's were made (engine/ziggurat.py), not read from numba's private copy
+ki_double, wi_double, fi_double = normal_tables()
+ke_double, we_double, fe_double = exponential_tables()
 
 #: The bit generator of every replication stream.
 BIT_GENERATOR = np.random.SFC64
@@ -84,7 +90,7 @@ def kernel_rng(gen: np.random.Generator):
     the same order, and ``gen`` is left where they would have left it.
     """
     bit_generator = gen.bit_generator
-    if type(bit_generator) is np.random.SFC64:
+    if type(bit_generator) is np.random.SFC64 and not DISABLED:  # without numba the kernels call gen's methods
         return Sfc64Stream(np.uint64(bit_generator.ctypes.state_address), gen)
     return gen
 
