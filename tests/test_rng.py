@@ -121,7 +121,7 @@ def test_plain_python_statement_of_each_draw_equals_numpy(name, method):
 def test_ziggurat_tables_equal_the_ones_numba_copies_from_numpy():
     # numba's private copy of numpy's ziggurat_constants.h, while numba ships it: all 1536 entries, bit for bit
     constants = pytest.importorskip("numba.np.random._constants")
-    from ldpsim.engine import ziggurat
+    from ldpsim.engine import rng as ziggurat
 
     normal, expo = ziggurat.normal_tables(), ziggurat.exponential_tables()
     for ours, theirs in ((normal.k, constants.ki_double), (normal.w, constants.wi_double),
@@ -135,7 +135,7 @@ def test_ziggurat_tables_equal_the_ones_numba_copies_from_numpy():
 
 def test_ziggurat_tables_are_the_ziggurats_they_claim():
     # the defining relations, independently of numpy: equal areas v, w[255] = r / 2^b, f = the density
-    from ldpsim.engine import ziggurat
+    from ldpsim.engine import rng as ziggurat
 
     for tables, pdf, bits in ((ziggurat.normal_tables(), lambda x: np.exp(-0.5 * x * x), 52),
                               (ziggurat.exponential_tables(), lambda x: np.exp(-x), 53)):
@@ -184,7 +184,7 @@ def test_every_layer_of_the_ziggurats_draws_as_numpy(kind, method):
     # (w), the last mantissa the layer test accepts and the first it rejects (k), and for layers 1-255 a point
     # halfway across the wedge, tested on both sides of numpy's own switching point in u (f exactly: an
     # f one ulp off moves the switch by about 2^53 ulp / (f[i-1] - f[i]) >> 1 step of u)
-    from ldpsim.engine import ziggurat
+    from ldpsim.engine import rng as ziggurat
 
     tables = ziggurat.normal_tables() if kind == 1 else ziggurat.exponential_tables()
     switches = {}

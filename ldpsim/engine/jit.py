@@ -77,9 +77,9 @@ def jit(func=None, *, inline=False):
     Returns
     -------
     numba.core.registry.CPUDispatcher
-        The dispatcher; ``.py_func`` is the plain-Python original.
+        The dispatcher; ``.py_func`` is the plain-Python original. With
+        :data:`DISABLED`, ``func`` itself (its ``.py_func`` is itself).
     """
-    options = INLINE_OPTIONS if inline else JIT_OPTIONS
     if func is None:
         return lambda f: jit(f, inline=inline)
     if DISABLED:
@@ -87,5 +87,5 @@ def jit(func=None, *, inline=False):
         # twins and the generator's slow paths reach the Python original as .py_func either way
         func.py_func = func
         return func
-    return numba.njit(**options)(func)
+    return numba.njit(**(INLINE_OPTIONS if inline else JIT_OPTIONS))(func)
 
