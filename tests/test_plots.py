@@ -67,6 +67,7 @@ def test_missing_matplotlib_skips_in_one_line(tmp_path, capsys, monkeypatch):
         write_heatmaps(synthetic_rows(), tmp_path)
     write_csv(synthetic_rows(), tmp_path / "summary.csv")
     rerender(tmp_path)
-    assert capsys.readouterr().err.strip() == ("ldpsim: heat maps skipped: heat maps need matplotlib: "
-                                               "pip install 'ldpsim[plot]'")
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "ldpsim: figure skipped: coverage.png needs matplotlib, which is not installed: pip install 'matplotlib>=3.7'",
+        "ldpsim: heat maps skipped: heat maps need matplotlib, which is not installed: pip install 'matplotlib>=3.7'"]
     assert not list(tmp_path.glob("*.png"))

@@ -183,5 +183,5 @@ def test_cli_trace_without_matplotlib_says_so_in_one_line(tmp_path, capsys, monk
     yaml.write_text("n: 4000\n")
     assert main(["trace", str(yaml), "--out", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err.strip()
-    assert err == "ldpsim: error: figure1.png needs matplotlib: pip install 'ldpsim[plot]'"
+    assert err == "ldpsim: error: figure1.png needs matplotlib, which is not installed: pip install 'matplotlib>=3.7'"
     assert not (tmp_path / "o").exists()

@@ -46,6 +46,10 @@ if "NUMBA_CACHE_DIR" not in os.environ:
 
 import numba  # noqa: E402  (after the cache directory is fixed)
 
+#: Whether numba compiles nothing (``NUMBA_DISABLE_JIT=1``): every kernel then runs as plain Python,
+#: drawing from numpy's ``Generator`` itself (:func:`ldpsim.engine.rng.kernel_rng`), the same numbers.
+DISABLED = bool(numba.config.DISABLE_JIT)
+
 #: Options of every ldpsim kernel: cached on disk, GIL released (thread
 #: backends run kernels in parallel), numpy's error model (division by zero
 #: gives inf/nan instead of raising, and spares the zero checks).
@@ -73,9 +77,15 @@ def jit(func=None, *, inline=False):
     Returns
     -------
     numba.core.registry.CPUDispatcher
-        The dispatcher; ``.py_func`` is the plain-Python original.
+        The dispatcher; ``.py_func`` is the plain-Python original. With
+        :data:`DISABLED`, ``func`` itself (its ``.py_func`` is itself).
     """
-    options = INLINE_OPTIONS if inline else JIT_OPTIONS
     if func is None:
-        return numba.njit(**options)
-    return numba.njit(**options)(func)
+        return lambda f: jit(f, inline=inline)
+    if DISABLED:
+        # NUMBA_DISABLE_JIT=1 (how numba code is debugged) makes njit return the function itself;
+        # twins and the generator's slow paths reach the Python original as .py_func either way
+        func.py_func = func
+        return func
+    return numba.njit(**(INLINE_OPTIONS if inline else JIT_OPTIONS))(func)
+

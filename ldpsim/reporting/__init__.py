@@ -4,7 +4,7 @@
 ``rates.csv``) so that a file is a pure function of the numbers;
 :mod:`.stats` computes Monte Carlo statistics with their standard errors
 (proportions, means, log-log slopes with intervals); :mod:`.figures` loads
-matplotlib (the ``plot`` extra) or says in one line that it is missing;
+matplotlib (a dependency, imported when a figure is drawn) or says in one line that it is missing;
 :mod:`.meta` records versions, the git commit and the machine in
 ``meta.json``; :mod:`.reference` holds the papers' tables and compares a run
 with them (``ldpsim compare``). Studies draw their own tables and figures

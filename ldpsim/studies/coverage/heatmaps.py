@@ -16,7 +16,7 @@ PNG per statistic and per combination of the other varied keys (``tau``, ...),
 
 One cell per (gamma, beta) with its number printed in it; cells with
 ``beta <= gamma`` (outside Theorem 3.2) are hatched and a legend says so.
-matplotlib is imported only when a map is drawn (extra ``plot``); without it
+matplotlib is imported only when a map is drawn; without it (a broken install)
 :class:`ldpsim.engine.errors.MissingExtra` is raised with a one-line message.
 """
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ...engine.errors import MissingExtra
+from ...reporting.figures import figure_class
 from .summary import key_columns
 
 #: The note on hatched cells.
@@ -36,12 +36,10 @@ DEFAULT_LEVEL = 0.9
 
 def _matplotlib():
     """``(Figure, colors, Patch)``; :class:`MissingExtra` if matplotlib is not installed."""
-    try:
-        from matplotlib import colors
-        from matplotlib.figure import Figure
-        from matplotlib.patches import Patch
-    except ImportError:
-        raise MissingExtra("heat maps need matplotlib: pip install 'ldpsim[plot]'") from None
+    Figure = figure_class("heat maps")
+    from matplotlib import colors
+    from matplotlib.patches import Patch
+
     return Figure, colors, Patch
 
 

@@ -36,6 +36,7 @@ from ...recursion.keys import (GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warn
 from ...recursion.twins import path_twin
 from ...reporting.csvio import write_csv  # noqa: F401  (re-exported for scripts)
 from ..base import Study, stack
+from .figures import write_coverage_figure
 from .summary import summarize
 from .tables import render_latex, render_markdown
 
@@ -232,7 +233,9 @@ class CoverageStudy(Study):
         rows = tables["summary"]
         (out / "table.md").write_text(render_markdown(rows, self.table_title(meta)))
         (out / "table.tex").write_text(render_latex(rows))
-        return ["table.md", "table.tex"] + write_sweep_maps(out, rows)
+        level = meta.get("config", {}).get("level") if isinstance(meta.get("config"), dict) else None
+        return (["table.md", "table.tex"] + write_coverage_figure(out, rows, self.table_title(meta) or "", level)
+                + write_sweep_maps(out, rows))
 
     def render(self, tables, meta):
         return render_markdown(tables["summary"], self.table_title(meta))
