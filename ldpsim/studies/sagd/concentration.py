@@ -166,7 +166,8 @@ class ConcentrationStudy(SagdStudy):
         return setting_T(setting, build_model(setting)) * setting.n
 
     def warm_up(self, config):
-        s = config.settings[0]
+        # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)
+        s = config.settings[0].replace(n=8)
         model = build_model(s, config.options["nodes"])
         run = path_params(ORACLES[s.oracle], s, model, s.sigma, 2, 1, True)
         replicate_paths(model, as_generator(0), 8, [run], 0.0, [1.0], [])

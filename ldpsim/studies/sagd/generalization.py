@@ -121,7 +121,8 @@ class GeneralizationStudy(SagdStudy):
         return setting.epochs * setting.n
 
     def warm_up(self, config):
-        s = config.settings[0]
+        # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)
+        s = config.settings[0].replace(n=8)
         model = build_model(s, config.options["nodes"])
         runs = [path_params(code, s, model, 0.1, 2, 1, False) for code in sorted(METHODS.values())]
         replicate_paths(model, as_generator(0), 8, runs, 0.0, [1.0], [0, 1])

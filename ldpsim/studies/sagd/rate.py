@@ -127,7 +127,8 @@ class RateStudy(SagdStudy):
         return schedule(setting, build_model(setting))[1] * setting.n
 
     def warm_up(self, config):
-        s = config.settings[0]
+        # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)
+        s = config.settings[0].replace(n=8)
         model = build_model(s, config.options["nodes"])
         run = path_params(ORACLES[s.oracle], s, model, 0.1, 2, 1, True)
         replicate_paths(model, as_generator(0), 8, [run], 0.0, [1.0], [])
