@@ -75,7 +75,8 @@ def test_lemma_values_as_printed_and_derived():
     assert p["epsilon_lemma"] == pytest.approx(math.sqrt(T * math.log(1 / delta)) * g1 / (n * sigma))  # statement
     assert p["epsilon_lemma_proof"] == pytest.approx(2 * p["epsilon_lemma"])  # its proof's last line
     assert p["epsilon_step"] == pytest.approx(2 * g1 / (n * sigma))  # replace-one l1 sensitivity 2 G1 / n
-    assert p["epsilon"] == pytest.approx(advanced_composition(2 * g1 / (n * sigma), T, delta)[0])
+    assert p["epsilon_advanced"] == pytest.approx(advanced_composition(2 * g1 / (n * sigma), T, delta)[0])
+    assert p["epsilon"] == min(p["epsilon_pld"], p["epsilon_advanced"], p["epsilon_basic"])
     # mini-batches: each of B = 10 disjoint batches of 200 is seen ceil(T / B) times
     pb = lap_privacy(g1, n, sigma, T, 10, delta)
     assert pb["compositions"] == 45 and pb["epsilon_step"] == pytest.approx(2 * g1 / (200 * sigma))
@@ -83,7 +84,8 @@ def test_lemma_values_as_printed_and_derived():
     # one paying answer: AboveThreshold D / sigma plus Laplace D / sigma, D = 2 G1 / |S1|
     assert s["epsilon_step"] == pytest.approx(2 * (2 * g1 / 1000) / sigma)
     assert s["epsilon_lemma"] == pytest.approx(math.sqrt(112 * math.log(2 / delta)) * 2 * g1 / (n * sigma))
-    assert s["epsilon"] == pytest.approx(advanced_composition(s["epsilon_step"], 112, delta)[0])
+    # Thm 3.20 over the 2 C_s pure mechanisms of D / sigma (tests/test_composition.py has the PLD)
+    assert s["epsilon_advanced"] == pytest.approx(advanced_composition(s["epsilon_step"] / 2, 224, delta)[0])
 
 
 def test_theorem_ranges_and_lemma1_check():

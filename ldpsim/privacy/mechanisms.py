@@ -395,6 +395,17 @@ def gaussian(gen, sigma):
     return sigma * normal(gen)
 
 
+@jit(inline=True)
+def gaussian_or_zero(gen, sigma):
+    """One ``N(0, sigma^2)`` draw, or ``0.0`` without a draw when ``sigma = 0`` (a non-private run).
+
+    The noise of one DP-SGD (or DP-GD) step on one coordinate; the privacy
+    audit (:mod:`.audit`) draws through this function, so a kernel that
+    calls it is audited as it runs.
+    """
+    return sigma * normal(gen) if sigma > 0.0 else 0.0
+
+
 # --- kernel side: noise records ------------------------------------------------
 # Models hold one of these records; numba compiles one kernel per record type,
 # so epsilon = inf (NoNoise) costs no branch and no draw.

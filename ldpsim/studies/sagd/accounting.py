@@ -9,8 +9,14 @@ Two readings side by side (docs/corrections.md, items 18-20):
   points is ``2 G1 / m``, so one DPG-Lap step is ``2 G1 / (m sigma)``-DP;
   one privacy-paying DPG-Sparse answer costs AboveThreshold's
   ``D / (2 sigma) + 2 D / (4 sigma) = D / sigma`` plus the Laplace answer's
-  ``D / sigma``, ``D = 2 G1 / |S1|``; T (or C_s) of them compose by
-  Dwork & Roth's Theorem 3.20 (:mod:`ldpsim.privacy.composition`). Lemma 1's
+  ``D / sigma``, ``D = 2 G1 / |S1|``. The run's guarantee (``epsilon``) is the
+  smallest of three valid figures at the same delta
+  (:func:`ldpsim.privacy.composition.tightest`): the PLD of dp-accounting
+  (``epsilon_pld``: T Laplace mechanisms; for DPG-Sparse, C_s AboveThresholds
+  as generic pure-DP mechanisms and C_s Laplace answers), Dwork & Roth's
+  Theorem 3.20 (``epsilon_advanced``: T, or 2 C_s, mechanisms) and basic
+  composition (``epsilon_basic``); ``accountant`` names the one that gave
+  it (:mod:`ldpsim.privacy.composition`). Lemma 1's
   conditions are then checked as Dwork et al.'s transfer theorem states
   them, for queries with values in ``[0, 1]``: a gradient coordinate spans an
   interval of width ``W``, so the accuracy ``sigma`` of the lemma is
@@ -24,7 +30,7 @@ from __future__ import annotations
 import math
 
 from ...privacy.composition import above_threshold_epsilon, advanced_composition, basic_composition, \
-    laplace_epsilon
+    laplace_epsilon, pld_epsilon, tightest
 
 #: ``k`` compositions of an ``eps0``-DP step stay floats in Theorem 3.20 when ``eps0 <= EPS0_ROOM - ln k``:
 #: then ``k eps0 (e^eps0 - 1) < e^(EPS0_ROOM + ln EPS0_ROOM) < e^709.78``, the largest float.
@@ -42,9 +48,16 @@ def lap_privacy(g1: float, n: int, sigma: float, T: int, batches: int, delta: fl
     eps0 = laplace_epsilon(2.0 * g1 / m, sigma)
     lemma = math.sqrt(k * math.log(1.0 / delta)) * g1 / (m * sigma)
     return {"epsilon_step": eps0, "compositions": k,
-            "epsilon": advanced_composition(eps0, k, delta)[0],
-            "epsilon_basic": basic_composition(eps0, k)[0],
+            **_guarantee(pld_epsilon(delta, laplace=[(eps0, k)]), advanced_composition(eps0, k, delta)[0],
+                         basic_composition(eps0, k)[0]),
             "epsilon_lemma": lemma, "epsilon_lemma_proof": 2.0 * lemma}
+
+
+def _guarantee(pld: float, advanced: float, basic: float) -> dict:
+    """The tightest of the three figures, all valid at the same delta, and each of them."""
+    accountant, epsilon = tightest({"PLD": pld, "Thm 3.20": advanced, "basic": basic})
+    return {"epsilon": epsilon, "accountant": accountant, "epsilon_pld": pld, "epsilon_advanced": advanced,
+            "epsilon_basic": basic}
 
 
 def sparse_privacy(g1: float, n: int, sigma: float, budget: int, delta: float) -> dict:
@@ -53,13 +66,25 @@ def sparse_privacy(g1: float, n: int, sigma: float, budget: int, delta: float) -
     Only privacy-paying answers cost (the sparse vector technique); the
     guarantee holds whatever the count, up to the budget. S2's gradients
     are released without noise: S2 is not protected.
+
+    A paying answer ends one AboveThreshold instance (``D / sigma``-DP) and
+    releases one Laplace answer (``D / sigma``): ``2 C_s`` pure mechanisms in
+    all (the instance still running when the path ends costs no more than
+    the answer it did not give). Theorem 3.20 composes them one by one (the
+    larger of the two epsilons each), which is tighter than composing C_s
+    answers of ``2 D / sigma``; the PLD composes AboveThreshold as a generic
+    pure-DP mechanism and the answers as Laplace mechanisms.
     """
     n1 = n // 2
     sens = 2.0 * g1 / n1
-    eps_answer = above_threshold_epsilon(sens, 2.0 * sigma, 4.0 * sigma) + laplace_epsilon(sens, sigma)
-    return {"epsilon_step": eps_answer, "compositions": int(budget),
-            "epsilon": advanced_composition(eps_answer, budget, delta)[0],
-            "epsilon_basic": basic_composition(eps_answer, budget)[0],
+    eps_threshold = above_threshold_epsilon(sens, 2.0 * sigma, 4.0 * sigma)
+    eps_laplace = laplace_epsilon(sens, sigma)
+    k = int(budget)
+    one = max(eps_threshold, eps_laplace)
+    return {"epsilon_step": eps_threshold + eps_laplace, "compositions": k,
+            **_guarantee(pld_epsilon(delta, laplace=[(eps_laplace, k)], pure=[(eps_threshold, k)]),
+                         advanced_composition(one, 2 * k, delta)[0],
+                         basic_composition(eps_threshold + eps_laplace, k)[0]),
             "epsilon_lemma": math.sqrt(budget * math.log(2.0 / delta)) * 2.0 * g1 / (n * sigma),
             "epsilon_lemma_proof": math.nan}
 

@@ -36,25 +36,33 @@ def _table(body, head) -> str:
     return tabulate(body, head, tablefmt="github", disable_numparse=True) + "\n"
 
 
+def _guarantee_text(p: dict) -> str:
+    """``epsilon = 0.2064 at delta = 1e-05 (PLD; Thm 3.20 0.3077, PLD / Thm 3.20 = 0.67; basic 1.335)``."""
+    text = f"epsilon = {_num(p['epsilon'])} at delta = {_num(p['delta'])}"
+    if "epsilon_pld" not in p:  # a table written before the PLD column: Theorem 3.20 alone
+        return f"{text} by Thm 3.20 (basic composition {_num(p['epsilon_basic'])})"
+    ratio = p["epsilon_pld"] / p["epsilon_advanced"] if p["epsilon_advanced"] > 0 else math.nan
+    return (f"{text} ({p['accountant']}; Thm 3.20 {_num(p['epsilon_advanced'])}, PLD / Thm 3.20 = "
+            f"{_num(ratio, 2)}; basic {_num(p['epsilon_basic'])})")
+
+
 def privacy_lines(privacy: list[dict], label: str = "oracle") -> list[str]:
-    """One line per setting: epsilon by Theorem 3.20 beside the lemma's printed value."""
+    """One line per setting: the guarantee (the tightest valid accountant) beside the lemma's printed value."""
     lines = []
     for p in privacy:
         who = p.get(label, p.get("method"))
-        extra = ", ".join(f"{k} = {_num(p[k])}" for k in p if k in ("model", "d", "n", "sigma"))
+        extra = ", ".join(f"{k} = {_num(p[k])}" for k in p if k in ("model", "d", "n", "sigma", "threshold"))
         if who in ("lap", "sagd_lap"):
             text = (f"DPG-Lap ({extra}): {_num(p['compositions'])} steps of eps0 = 2 G1 / (n sigma) = "
-                    f"{_num(p['epsilon_step'])}: epsilon = {_num(p['epsilon'])} by Dwork & Roth Thm 3.20 at delta = "
-                    f"{_num(p['delta'])} (basic composition {_num(p['epsilon_basic'])}); Lemma 2 as printed "
+                    f"{_num(p['epsilon_step'])}: {_guarantee_text(p)}; Lemma 2 as printed "
                     f"{_num(p['epsilon_lemma'])}, its proof's last line {_num(p['epsilon_lemma_proof'])}")
         else:
             paid = ""
             if "queries" in p:
                 paid = f"; privacy-paying queries {_cell(p['queries'], p.get('queries_se'))} of T = {_num(p['T'])}"
             text = (f"DPG-Sparse ({extra}): budget C_s = {_num(p['compositions'])} answers of "
-                    f"{_num(p['epsilon_step'])} each (AboveThreshold + Laplace, for S1): epsilon = "
-                    f"{_num(p['epsilon'])} by Thm 3.20 at delta = {_num(p['delta'])} (basic "
-                    f"{_num(p['epsilon_basic'])}); Lemma 3 as printed {_num(p['epsilon_lemma'])}{paid}")
+                    f"{_num(p['epsilon_step'])} each (AboveThreshold + Laplace, for S1): {_guarantee_text(p)}; "
+                    f"Lemma 3 as printed {_num(p['epsilon_lemma'])}{paid}")
         lines.append("- " + text)
     return lines
 
@@ -108,7 +116,7 @@ def render_concentration(tables: dict, title: str | None = None) -> str:
         parts.append("Conditions. Printed: Theorem 1's 2 n sigma^2 / G1^2 <= T <= n^2 sigma^4 / (169 ln(1/(sigma beta)) "
                      "G1^2), Theorem 3's n sigma^2 / (2 G1^2) <= C_s <= n^2 sigma^4 / (676 ln(1/(sigma beta)) G1^2). "
                      "Derived (Lemma 1 with the transfer theorem's own conditions): tau = sigma / W, "
-                     "delta* = tau beta / (26 ln(26/tau)), epsilon at delta* (Thm 3.20) <= tau / 13 and "
+                     "delta* = tau beta / (26 ln(26/tau)), epsilon at delta* (the tightest valid accountant) <= tau / 13 and "
                      "n_protected >= 2 ln(8/delta*) / (tau/13)^2.\n")
         pkeys = _keys(privacy, "oracle")
         body = []
@@ -119,7 +127,7 @@ def render_concentration(tables: dict, title: str | None = None) -> str:
                                                  _num(p["theorem_ok"]), _num(p["tau"]), _num(p["delta_star"]),
                                                  _num(p["epsilon_star"]), _num(p["epsilon_max"]),
                                                  f"{_num(p['n_protected'])} vs {_num(p['n_min'])}",
-                                                 _num(p["lemma1_ok"]) + (" (tau >= 1)" if p["lemma1_vacuous"] else "")])
+                                                 _num(p["lemma1_ok"]) + (" (tau >= 1)" if p["lemma1_vacuous"] in (True, "True") else "")])
         parts.append(_table(body, pkeys + ["oracle", "sigma", "theorem", "T or C_s", "printed range", "holds",
                                            "tau", "delta*", "eps(delta*)", "tau/13", "n_protected vs n_min",
                                            "Lemma 1 holds"]))
@@ -154,7 +162,8 @@ def render_rate(tables: dict, title: str | None = None) -> str:
                     + [_cell(first["queries"], first["queries_se"]) if first["oracle"] == "sparse" else "-",
                        _num(first["epsilon"])])
     parts.append("Per n: sigma = n^-1/3, T (theorem's T x T_factor), steps done, E[min_t ||grad f||^2] and "
-                 "E[mean_t ||grad f||^2] (SE), privacy-paying queries (DPG-Sparse), epsilon (Thm 3.20).\n")
+                 "E[mean_t ||grad f||^2] (SE), privacy-paying queries (DPG-Sparse), epsilon (the tightest valid accountant "
+                 "of the privacy lines below).\n")
     parts.append(_table(body, keys + ["n", "sigma", "T", "steps", "min_t ||grad f||^2", "mean_t ||grad f||^2",
                                       "queries", "epsilon"]))
     if privacy:

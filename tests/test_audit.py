@@ -1,0 +1,145 @@
+"""The privacy audit (ldpsim/privacy/audit.py, scripts/audit_privacy.py): bounds, twins, and teeth."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ldpsim.engine.rng import as_generator, kernel_rng
+from ldpsim.privacy.audit import (
+    AdditiveProbe,
+    AuditCase,
+    Claim,
+    RandomizedResponseProbe,
+    StepProbe,
+    cp_lower,
+    cp_upper,
+    lower_bounds,
+    run_audit,
+    statistic_grid,
+)
+from ldpsim.privacy.mechanisms import GaussianNoise, LaplaceNoise, RandomizedResponse
+from ldpsim.privacy.online import UniformBudgetGaussianNoise, UniformBudgetLaplaceNoise
+
+SCRIPT = Path(__file__).parents[1] / "scripts" / "audit_privacy.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("audit_privacy", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("k, n", [(0, 50), (1, 50), (17, 50), (49, 50), (50, 50), (300, 5_000_000)])
+def test_clopper_pearson_ends_are_scipys_exact_interval(k, n):
+    # one-sided at a = 0.025 each: the ends of scipy's two-sided 95% exact (Clopper-Pearson) interval
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    assert cp_lower(np.array([k]), n, 0.025)[0] == pytest.approx(ci.low, rel=1e-9, abs=1e-300)
+    assert cp_upper(np.array([k]), n, 0.025)[0] == pytest.approx(ci.high, rel=1e-9)
+
+
+def test_bounds_at_the_true_rates_approach_the_claim_from_below():
+    # randomized response at eps = 1 with counts equal to their expectations (n = 1e8): the test
+    # "report 1" has FPR 1 - p, FNR 1 - p, so log((1 - FNR) / FPR) = eps; the CP ends pull it below
+    eps, n = 1.0, 10**8
+    flip = RandomizedResponse(eps).flip_prob
+    counts0 = np.array([round(n * (1 - flip)), round(n * flip)])  # bit 0: reports 0, 1
+    counts1 = counts0[::-1].copy()
+    lb = lower_bounds(Claim("epsilon", eps), counts0, counts1, 0.05)
+    assert np.nanmax(lb) < eps
+    assert np.nanmax(lb) > eps - 0.002  # 2 x 1.96 relative SEs of the two rates, ~ 2 x 1.96 x 1.6e-4
+    # a gdp claim reads the same counts as mu >= Phi^-1(1 - FPR) - Phi^-1(FNR) = 2 Phi^-1(p)
+    mu = lower_bounds(Claim("gdp", 1.0), counts0, counts1, 0.05)
+    assert np.nanmax(mu) == pytest.approx(2 * stats.norm.ppf(1 - flip), abs=0.002)
+
+
+def _probes():
+    # one of each kind of probe, small and quick
+    return {
+        "rr": RandomizedResponseProbe(RandomizedResponse(1.0).flip_prob),
+        "laplace": AdditiveProbe(LaplaceNoise(2.0), ([0.0, 0.0, 0.0], [2.0, 0.0, 0.0]), "laplace"),
+        "scalar": AdditiveProbe(LaplaceNoise(1.0), ([-0.5], [0.5]), "laplace", scalar=True),
+        "gaussian": AdditiveProbe(GaussianNoise(3.0), ([0.0, 0.0], [2.0, 0.0]), "linear", sd=3.0),
+        "budget_laplace": AdditiveProbe(UniformBudgetLaplaceNoise(3.0, 1.0, 1.0), ([-1.0, -1.0], [1.0, 1.0]),
+                                        "laplace"),
+        "budget_gaussian": AdditiveProbe(UniformBudgetGaussianNoise(2.0, 1.0, 1.0), ([0.0], [2.0]), "linear",
+                                         sd=2.0),
+        "step": StepProbe(1.5, ([0.0, 0.0], [0.0, 3.0])),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_probes()))
+def test_jitted_counts_equal_their_twin(kind):
+    probe = _probes()[kind]
+    grid = probe.grid()
+    for which in (0, 1):
+        jitted = probe.counts(kernel_rng(as_generator(11)), which, 300, grid)
+        twin = probe.counts(as_generator(11), which, 300, grid, twin=True)
+        np.testing.assert_array_equal(jitted, twin)
+        assert jitted.sum() == 300
+
+
+def test_laplace_statistic_is_the_log_likelihood_ratio_times_the_scale():
+    # b log(p_x'(y) / p_x(y)) for i.i.d. Lap(b) at x = 0, x' = v, against the density ratio itself
+    b, v = 1.7, np.array([0.8, -0.5, 0.0])
+    probe = AdditiveProbe(LaplaceNoise(b), (np.zeros(3), v), "laplace")
+    from ldpsim.privacy.audit import _term
+
+    gen = np.random.default_rng(3)
+    for y in gen.normal(scale=2.0, size=(20, 3)):
+        s = sum(_term.py_func(0, y[j], 0.0, v[j]) for j in range(3))
+        ratio = stats.laplace(loc=v, scale=b).logpdf(y).sum() - stats.laplace(scale=b).logpdf(y).sum()
+        assert s == pytest.approx(b * ratio, abs=1e-12)
+    grid = probe.grid()
+    assert grid[-1] < np.abs(v).sum() and grid[-1] == pytest.approx(np.abs(v).sum(), rel=1e-8)
+
+
+def test_a_small_audit_of_every_mechanism_stays_below_its_claim():
+    # the script's cases at 3e4 draws per input (1.5e4 to choose the test, 1.5e4 to bound):
+    # every 95% lower bound is below its claim, and the pure-epsilon ones already reach 0.5 of it
+    module = _script()
+    for case in module.cases():
+        result = run_audit(case, 30_000, seed=5)
+        assert 0.0 <= result.lower_bound <= case.claim.value, case.name
+        if case.claim.kind == "epsilon":
+            assert result.ratio > 0.5, case.name
+
+
+def test_the_audit_catches_a_mechanism_with_half_its_noise():
+    # teeth: Laplace noise of scale D / (2 eps) is 2 eps-DP; claimed eps = 1, the audit says > 1 at 1e5 draws,
+    # and the same for Gaussian noise with half the sd behind a mu-GDP claim
+    lap = AuditCase("half-noise Laplace", Claim("epsilon", 1.0),
+                    AdditiveProbe(LaplaceNoise(0.5), ([0.0], [1.0]), "laplace", scalar=True))
+    assert run_audit(lap, 100_000, seed=1).lower_bound > 1.5
+    gauss = AuditCase("half-noise Gaussian", Claim("gdp", 1.0), StepProbe(0.5, ([0.0], [1.0])))
+    assert run_audit(gauss, 100_000, seed=1).lower_bound > 1.8
+
+
+def test_dpsgd_pair_is_the_sensitivity_of_step_noise_sd():
+    # the kernel's clipping puts the two batches' means 2 clip / m apart (swor), clip / m (poisson):
+    # the sensitivity step_noise_sd assumes, so sigma1 / distance = sigma
+    from ldpsim.privacy.accounting import step_noise_sd
+
+    module = _script()
+    for sampling, m in (("swor", 3), ("poisson", 3)):
+        x0, x1 = module.dpsgd_pair(6.0, m, sampling)
+        distance = float(np.linalg.norm(x1 - x0))
+        assert step_noise_sd(0.9, 6.0, m, sampling) / distance == pytest.approx(0.9, rel=1e-12)
+
+
+def test_grid_and_claims_refuse_bad_input():
+    with pytest.raises(ValueError, match="sd > 0"):
+        statistic_grid("linear", [1.0], 0.0)
+    with pytest.raises(ValueError, match="delta"):
+        Claim("epsilon", 1.0, 1e-5)
+    with pytest.raises(ValueError, match="differ"):
+        AdditiveProbe(LaplaceNoise(1.0), ([0.0], [0.0]), "laplace")
+    with pytest.raises(ValueError, match="draws"):
+        run_audit(AuditCase("x", Claim("epsilon", 1.0), _probes()["rr"]), 1, seed=0)
+    assert math.isfinite(Claim("gdp", 2.0).value)
