@@ -44,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true",
                      help="replace the outputs and chunks of another run in --out (otherwise refused)")
     run.add_argument("--quiet", action="store_true", help="no progress bar, no table on stdout")
+    run.add_argument("--allow-long", action="store_true",
+                     help="run even if the run is estimated to take more than 7 days (otherwise refused before any "
+                          "work, with the estimate)")
 
     table = sub.add_parser("table", help="re-render a run's tables and figures from its CSV files")
     table.add_argument("dir", help="run output directory")
@@ -104,6 +107,7 @@ def _fit(args) -> int:
 #: Flags of ``run`` and ``trace`` that are not config keys: ``--set n_jobs=2`` is refused with the flag to use.
 _RUN_FLAGS = {"n_jobs": "--n-jobs", "backend": "--backend", "scheduler": "--scheduler", "out": "--out",
               "resume": "--resume", "force": "--force", "quiet": "--quiet", "progress": "--quiet",
+              "allow_long": "--allow-long",
               "name": None, "command": None, "overrides_from": None, "log": None, "source": "the config file"}
 
 
@@ -143,7 +147,7 @@ def _run(args) -> int:
     result = api.run(args.config, out=args.out if args.out is not None else api.DEFAULT_OUT, n_jobs=args.n_jobs,
                      backend=args.backend, scheduler=args.scheduler, resume=args.resume, force=args.force,
                      progress=not args.quiet, command=[PROG, *sys.argv[1:]], overrides_from="--set",
-                     **overrides)
+                     allow_long=args.allow_long, **overrides)
     if not args.quiet:
         print(result.render())
     failed = result.meta["n_failed"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import numbers
 import os
 from pathlib import Path
 
@@ -70,7 +71,7 @@ def check_backend(backend: str, scheduler: str | None = None, n_jobs: int = -1) 
         raise BackendError(f"scheduler = {scheduler!r} is not an address or a scheduler file")
     if scheduler is not None and backend != "dask":
         raise BackendError(f"--scheduler needs --backend dask (got --backend {backend})")
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int):
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):  # numpy integers too
         raise BackendError(f"n_jobs = {n_jobs!r} is not an integer: give a worker count, or -1 for all cores")
     if n_jobs == 0:
         raise BackendError("n_jobs = 0 is not allowed: give a worker count, or -1 for all cores")

@@ -30,8 +30,8 @@ from ..trajectory.summary import rate_row
 from .accounting import lap_privacy, sparse_privacy
 from .common import (
     DELTA_KEY, MODEL_KEYS, N_KEY, NODES_KEY, ORACLES, SPARSE_KEYS, UPDATE_KEYS, budget_key, SagdStudy,
-    build_model, check_accounting, check_eta, check_steps, checked_model, data_memory, data_seed_key,
-    model_values, path_params, resolve_budget, shown_keys, with_default)
+    build_model, check_accounting, check_eta, check_steps, checked_model, data_memory, data_seconds, data_seed_key,
+    model_values, path_params, path_seconds, resolve_budget, shown_keys, with_default)
 from .figures import rate_figure
 from .kernel import DIVERGED, MIN_G2, PAID, STEPS, SUM_G2, replicate_paths
 from .tables import render_rate
@@ -125,6 +125,10 @@ class RateStudy(SagdStudy):
 
     def steps(self, setting):
         return schedule(setting, build_model(setting))[1] * setting.n
+
+    def seconds(self, s, options):
+        T = schedule(s, build_model(s, options["nodes"]))[1]
+        return data_seconds(s.n, s.d) + path_seconds(T, s.n, s.d, options["nodes"], True)
 
     def warm_up(self, config):
         s = config.settings[0]
