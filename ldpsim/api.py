@@ -36,7 +36,7 @@ import numpy as np
 
 from .engine.backends import check_backend, local_workers
 from .engine.chunks import chunk_key, chunk_size
-from .engine.config import Config, check_run_memory, check_run_time, show
+from .engine.config import Config, check_run_memory, check_run_time, plain, show
 from .engine.driver import simulate
 from .engine.errors import ConfigError
 from .engine.outdir import RunIdentity, check_path, identity_of_meta, open_output, read_meta, write_text
@@ -142,7 +142,7 @@ class Result:
         unless ``force`` replaces it. Returns the names of the files written.
         """
         if out is None and self.out is None:
-            raise ValueError("give a directory to save into: result.save('results/my_run')")
+            raise ConfigError("out = None: give a directory to save into: result.save('results/my_run')")
         identity = identity_of_meta(self.meta) or RunIdentity.of("unknown", {})
         with open_output(out if out is not None else self.out, identity, force=force, lock=False) as handle:
             return self._write(handle.path)
@@ -168,7 +168,7 @@ class Result:
         """Redraw the study's tables and figures into ``out`` (default: the run's directory)."""
         out = Path(out) if out is not None else self.out
         if out is None:
-            raise ValueError("give a directory to draw into: result.figures('results/my_run')")
+            raise ConfigError("out = None: give a directory to draw into: result.figures('results/my_run')")
         out.mkdir(parents=True, exist_ok=True)
         with quiet_drawing():
             return self.study.write_outputs(out, self.tables, self.meta)
@@ -253,9 +253,12 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
     from_file = isinstance(source, (str, os.PathLike))
     if out is DEFAULT_OUT:
         out = Path("results") / Path(source).stem if from_file else None
+    resume, force, progress, allow_long = (plain(v) for v in (resume, force, progress, allow_long))  # numpy's bools
     for flag, value in (("resume", resume), ("force", force), ("progress", progress), ("allow_long", allow_long)):
         if not isinstance(value, bool):
             raise ConfigError(f"{flag} = {show(value)} is not True or False")
+    if log is not None and not callable(log):
+        raise ConfigError(f"log = {show(log)} is not a function: give one that takes a line of text, or None")
     if resume and out is None:
         raise ConfigError("resume = True needs out, the directory whose chunks it continues")
     if name is not None and not isinstance(name, str):
@@ -342,11 +345,20 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
 def _invocations(meta) -> list:
     """The invocations an earlier ``meta.json`` of this run records (a run interrupted and resumed)."""
     earlier = meta.get("invocations") if isinstance(meta, dict) else None
-    if isinstance(earlier, list):
-        # one still "running" ended without a word (killed): its chunks count, its wall time is unknown
-        return [{**i, "status": "ended unrecorded (killed?)"} if i.get("status") == "running" else i
-                for i in earlier if isinstance(i, dict)]
-    return [{"status": "not recorded (an earlier ldpsim)"}] if isinstance(meta, dict) else []
+    if not isinstance(earlier, list):
+        return [{"status": "not recorded (an earlier ldpsim)"}] if isinstance(meta, dict) else []
+    out = []
+    for entry in earlier:
+        if not isinstance(entry, dict):
+            continue
+        entry = dict(entry)
+        wall = entry.get("wall_time_s")
+        if not (isinstance(wall, (int, float)) and not isinstance(wall, bool) and 0 <= wall < 1e12):
+            entry.pop("wall_time_s", None)  # a damaged record is not summed
+        if entry.get("status") == "running":  # ended without a word (killed): its chunks count, its time is unknown
+            entry["status"] = "ended unrecorded (killed?)"
+        out.append(entry)
+    return out
 
 
 def _record_invocation(meta: dict, stats: dict, started, wall: float, status: str) -> None:

@@ -157,7 +157,7 @@ def read_chunk(path: Path, reps: int | None = None,
     if saved.dtype != np.uint8 or saved.shape != (32,) or not np.array_equal(saved, checksum(arrays)):
         return None, "fails its checksum (its numbers changed after it was saved)", math.nan
     seconds = float(seconds) if seconds is not None and seconds.shape == () and seconds.dtype.kind == "f" else math.nan
-    return arrays, None, seconds
+    return arrays, None, seconds if 0.0 <= seconds < 1e12 else math.nan  # (not part of the checksum: unknown)
 
 
 def check_chunk(arrays: dict[str, np.ndarray], reps: int | None = None,

@@ -372,7 +372,7 @@ def check_run_memory(study, settings, options: dict, reps: int, workers: int = 1
                      hint="lower --n-jobs (n_jobs)" if workers > 1 else "", copies=workers)
     kept = reps * sum(study.kept_bytes(s, options) for s in settings)
     if kept:
-        check_memory([(kept, f"the arrays of reps = {reps} replications x {len(settings)} settings")],
+        check_memory([(kept, f"the arrays of reps = {show(reps)} replications x {len(settings)} settings")],
                      per="for the results", hint="lower reps or split the grid into several runs")
 
 

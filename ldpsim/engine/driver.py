@@ -25,7 +25,6 @@ worker thread, so that the main thread is free to receive the signal.
 
 from __future__ import annotations
 
-import concurrent.futures
 import math
 import time
 from pathlib import Path
@@ -63,30 +62,15 @@ def _chunk_task(indices, study, settings, options, root_seed, start, stop, ident
     return [((i, start), r, share) for i, r in zip(indices, results)]
 
 
-def _in_worker_thread(calls: list):
-    """Run joblib's ``delayed`` calls one after the other in a worker thread, yielding their results.
-
-    The main thread waits, free to receive Ctrl-C (a kernel in the main
-    thread would hold it until the kernel returned); on an interrupt the
-    running kernel is asked to stop (:mod:`ldpsim.engine.interrupt`).
-    """
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ldpsim-task") as pool:
-        for func, args, kwargs in calls:
-            future = pool.submit(func, *args, **kwargs)
-            try:
-                result = future.result()
-            except BaseException:
-                if not future.done():
-                    interrupt.request_stop()
-                    concurrent.futures.wait([future])
-                raise
-            yield result
-
-
 def _run_tasks(calls: list, n_jobs: int, streaming: bool, in_thread: bool = False):
-    """Yield task results as they finish (or, without streaming, wave by wave)."""
+    """Yield task results as they finish (or, without streaming, wave by wave).
+
+    ``in_thread``: one after the other, each in a worker thread while this
+    thread waits, free to receive Ctrl-C (:func:`ldpsim.engine.interrupt.in_worker_thread`).
+    """
     if in_thread:
-        yield from _in_worker_thread(calls)
+        for func, args, kwargs in calls:
+            yield interrupt.in_worker_thread(func, *args, **kwargs)
         return
     if streaming:
         yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered")(calls)

@@ -21,6 +21,7 @@ is not stopped computes what it always did.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import threading
 import time
@@ -121,6 +122,30 @@ def task():
             _active -= 1
 
 
+def in_worker_thread(func, *args, **kwargs):
+    """``func(*args, **kwargs)`` run in a worker thread while this thread waits, free to receive Ctrl-C.
+
+    A kernel called in the main thread holds it until it returns: Python's
+    signal handlers (Ctrl-C's ``KeyboardInterrupt``, the CLI's SIGTERM) wait
+    for it. Here the main thread only waits; when the wait is interrupted,
+    the kernel is asked to stop (:func:`request_stop`), the worker is waited
+    for (a poll away) and the interrupt goes on.
+    """
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ldpsim-kernel")
+    try:
+        future = pool.submit(func, *args, **kwargs)
+        try:
+            return future.result()
+        except BaseException:
+            if not future.done():
+                request_stop()
+                concurrent.futures.wait([future])
+                clear()
+            raise
+    finally:
+        pool.shutdown(wait=False)
+
+
 def wait_idle(timeout: float = 10.0) -> bool:
     """Wait until no task of this process runs (or ``timeout`` seconds); whether none does."""
     deadline = time.monotonic() + timeout
@@ -129,5 +154,5 @@ def wait_idle(timeout: float = 10.0) -> bool:
     return _active == 0
 
 
-__all__ = ["FLAG", "Interrupted", "POLL_MASK", "POLL_STEPS", "check", "clear", "poll_mask", "request_stop", "requested", "stop_requested",
+__all__ = ["FLAG", "Interrupted", "POLL_MASK", "POLL_STEPS", "check", "clear", "in_worker_thread", "poll_mask", "request_stop", "requested", "stop_requested",
            "task", "wait_idle"]

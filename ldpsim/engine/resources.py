@@ -47,9 +47,12 @@ def format_bytes(count: float) -> str:
     """``1.5 GiB``, ``43.7 TiB``, ``512 B``."""
     if not math.isfinite(count):
         return "unboundedly many bytes"
+    count = float(count)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
         if abs(count) < 1024 or unit == "EiB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+            if unit == "B":
+                return f"{count:.0f} {unit}"
+            return f"{count:.1f} {unit}" if abs(count) < 1e6 else f"{count:.3g} {unit}"  # not 60 digits of EiB
         count /= 1024.0
     return f"{count:.1f} EiB"  # pragma: no cover
 
@@ -119,7 +122,7 @@ def check_time(tasks: list[tuple[float, int]], workers: int, *, allow_long: bool
     longest = max((seconds for seconds, reps in tasks if reps > 0), default=0.0)
     estimate = max(total / max(1, workers), longest)
     if estimate > limit and not allow_long:
-        one = f"; one replication alone takes {format_duration(longest)}" if longest > limit else ""
+        one = f"; one replication alone takes {format_duration(longest)}" if limit < longest < estimate else ""
         raise ConfigError(f"this run would take about {format_duration(estimate)} on {workers} worker(s){one} "
                           f"(estimated from its steps and their cost measured on a 2-core laptop), more than the "
                           f"limit of {format_duration(limit)}: lower n, reps or the grid, or pass --allow-long "

@@ -31,19 +31,19 @@ from .base import Model
 from .design import GaussianDesign
 
 
-def solve_root(gradient, start, what: str, fallback=None) -> np.ndarray:
+def solve_root(gradient, start, what: str, fallback=()) -> np.ndarray:
     """Root of a population gradient: Powell's hybrid method, Levenberg-Marquardt if that stalls.
 
     Converged when every coordinate of the gradient is below 1e-12 in
     absolute value (the quadratures are accurate to about that). Searches
-    from ``start``, then (if given) from ``fallback``.
+    from ``start``, then (if given) from each of the starts ``fallback`` lists.
 
     Raises
     ------
     RuntimeError
         If neither method converges (never for the models here).
     """
-    starts = [start] if fallback is None else [start, fallback]
+    starts = [start] + list(fallback or [])
     for x in starts:
         x = np.asarray(x, dtype=float)
         for method in ("hybr", "lm"):
