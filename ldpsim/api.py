@@ -21,10 +21,13 @@ given. :func:`open_result` reads a finished run's directory back.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,7 +36,7 @@ import numpy as np
 
 from .engine.backends import check_backend, local_workers
 from .engine.chunks import chunk_key, chunk_size
-from .engine.config import Config, check_run_memory, show
+from .engine.config import Config, check_run_memory, check_run_time, plain, show
 from .engine.driver import simulate
 from .engine.errors import ConfigError
 from .engine.outdir import RunIdentity, check_path, identity_of_meta, open_output, read_meta, write_text
@@ -139,7 +142,7 @@ class Result:
         unless ``force`` replaces it. Returns the names of the files written.
         """
         if out is None and self.out is None:
-            raise ValueError("give a directory to save into: result.save('results/my_run')")
+            raise ConfigError("out = None: give a directory to save into: result.save('results/my_run')")
         identity = identity_of_meta(self.meta) or RunIdentity.of("unknown", {})
         with open_output(out if out is not None else self.out, identity, force=force, lock=False) as handle:
             return self._write(handle.path)
@@ -150,7 +153,8 @@ class Result:
             for name, rows in self.tables.items():
                 write_csv(rows, out / f"{name}.csv")
                 files.append(f"{name}.csv")
-            files += self.study.write_outputs(out, self.tables, self.meta)
+            with quiet_drawing():
+                files += self.study.write_outputs(out, self.tables, self.meta)
             self.meta["outputs"] = files
             self.meta["status"] = "complete"
             write_text(out / "meta.json", json.dumps(self.meta, indent=2, allow_nan=True) + "\n")
@@ -164,14 +168,32 @@ class Result:
         """Redraw the study's tables and figures into ``out`` (default: the run's directory)."""
         out = Path(out) if out is not None else self.out
         if out is None:
-            raise ValueError("give a directory to draw into: result.figures('results/my_run')")
+            raise ConfigError("out = None: give a directory to draw into: result.figures('results/my_run')")
         out.mkdir(parents=True, exist_ok=True)
-        return self.study.write_outputs(out, self.tables, self.meta)
+        with quiet_drawing():
+            return self.study.write_outputs(out, self.tables, self.meta)
+
+
+@contextlib.contextmanager
+def quiet_drawing():
+    """No raw numpy or matplotlib warnings while tables and figures are drawn.
+
+    Values that overflow a log axis (a noise variance of 1e300) or a panel
+    with nothing to show make matplotlib warn in lines the user cannot act
+    on; the tables carry the numbers (NaN, inf) and the run's own messages
+    say what went wrong.
+    """
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
+        warnings.filterwarnings("ignore", module="matplotlib")
+        warnings.filterwarnings("ignore", message=".*(ylim|xlim|log-scaled|no artists|Legend|legend).*")
+        yield
 
 
 def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky", scheduler: str | None = None,
         resume: bool = False, force: bool = False, progress: bool = True, name: str | None = None,
-        command: list[str] | None = None, overrides_from: str = "overrides", log=None, **overrides) -> Result:
+        command: list[str] | None = None, overrides_from: str = "overrides", log=None, allow_long: bool = False,
+        **overrides) -> Result:
     """Run a config and return its result (and write its outputs, if it has an output directory).
 
     Everything that can be checked is checked before any work: the config,
@@ -211,6 +233,9 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
     log : callable, optional
         Called with each line for the user (chunks resumed, a damaged chunk
         set aside); default: printed to stderr after ``ldpsim: ``.
+    allow_long : bool
+        Run even if the run is estimated to take more than a week (refused
+        otherwise, before any work: a run of years is a typo).
     **overrides
         Config keys that win over ``source``: ``reps=50``, ``n=[1e6, 1e7]``,
         ``tau=[0.5, 0.9]``.
@@ -228,9 +253,12 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
     from_file = isinstance(source, (str, os.PathLike))
     if out is DEFAULT_OUT:
         out = Path("results") / Path(source).stem if from_file else None
-    for flag, value in (("resume", resume), ("force", force), ("progress", progress)):
+    resume, force, progress, allow_long = (plain(v) for v in (resume, force, progress, allow_long))  # numpy's bools
+    for flag, value in (("resume", resume), ("force", force), ("progress", progress), ("allow_long", allow_long)):
         if not isinstance(value, bool):
             raise ConfigError(f"{flag} = {show(value)} is not True or False")
+    if log is not None and not callable(log):
+        raise ConfigError(f"log = {show(log)} is not a function: give one that takes a line of text, or None")
     if resume and out is None:
         raise ConfigError("resume = True needs out, the directory whose chunks it continues")
     if name is not None and not isinstance(name, str):
@@ -238,9 +266,12 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
     name = name or (Path(source).stem if from_file else "run")
     study = config.study
     check_backend(backend, scheduler, n_jobs)  # a bad backend leaves no empty output directory
+    n_jobs = int(n_jobs)  # (numpy's integers are taken too)
     if backend in ("loky", "threading") or (backend == "dask" and scheduler is None):
-        check_run_memory(study, config.settings, config.options, config.reps, workers=min(
-            local_workers(n_jobs), sum(-(-config.reps // chunk_size(study.steps(s))) for s in config.settings)))
+        workers = min(local_workers(n_jobs), sum(-(-config.reps // chunk_size(study.steps(s))) for s in config.settings))
+        check_run_memory(study, config.settings, config.options, config.reps, workers=workers)
+        # (on a cluster of unknown size the time is not estimated)
+        check_run_time(study, config.settings, config.options, config.reps, workers, allow_long)
     log = log if log is not None else _stderr
     identity = _identity(config)
     started = datetime.now(timezone.utc)
@@ -268,24 +299,24 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
     if out is not None:
         keys = {chunk_key(study, s, config) for s in config.settings}
         handle = open_output(out, identity, force=force, chunk_keys=keys)
+    tic = time.perf_counter()
+    stats: dict = {}
     try:
+        # the invocations of this run so far (an interrupted run being resumed), and this one
+        earlier = read_meta(handle.path / "meta.json")[0] if resume and handle.holds_this_run else None
+        meta["invocations"] = _invocations(earlier) + [{"started_utc": meta["started_utc"], "status": "running"}]
         if handle is not None and not handle.holds_this_run:
             # which run this directory holds, before any work: an interrupted run is identified, and resumed
             _write_meta(handle.path, meta)
-        tic = time.perf_counter()
-        stats: dict = {}
         chunks = simulate(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
                           chunk_dir=handle.chunks if handle is not None else None, resume=resume,
                           progress=progress, log=log, stats=stats)
-        wall = time.perf_counter() - tic
+        _record_invocation(meta, stats, started, time.perf_counter() - tic, "complete")
         with np.errstate(all="ignore"):  # non-finite statistics are written as nan, not warned about
             tables = study.summarize(config, chunks)
         meta.update({
             "status": "complete",
             "n_failed": int(sum((~c["ok"]).sum() for c in chunks)),
-            "wall_time_s": round(wall, 3),
-            "chunks": stats.get("chunks"),
-            "chunks_reused": stats.get("reused"),
         })
         result = Result(config, tables, meta, handle.path if handle is not None else None)
         if handle is not None:
@@ -293,6 +324,14 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
     except BaseException as exc:
         if handle is not None:
             handle.discard()  # a directory this run made and saved nothing in is removed again
+            if stats and (handle.path / "meta.json").is_file():  # kept for --resume: say what this invocation did
+                _record_invocation(meta, stats, started, time.perf_counter() - tic,
+                                   "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+                meta["status"] = meta["invocations"][-1]["status"]
+                try:
+                    write_text(handle.path / "meta.json", json.dumps(meta, indent=2, allow_nan=True) + "\n")
+                except OSError:
+                    pass  # the disk that failed the run; the chunks are what matters
         if handle is not None and isinstance(exc, OSError) and _inside(exc.filename, handle.path):
             # the disk filled up, or the directory was taken away, during the run
             raise ConfigError(f"out = {str(handle.path)!r}: cannot write {exc.filename}: {exc.strerror or exc}") from None
@@ -301,6 +340,52 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
         if handle is not None:
             handle.close()
     return result
+
+
+def _invocations(meta) -> list:
+    """The invocations an earlier ``meta.json`` of this run records (a run interrupted and resumed)."""
+    earlier = meta.get("invocations") if isinstance(meta, dict) else None
+    if not isinstance(earlier, list):
+        return [{"status": "not recorded (an earlier ldpsim)"}] if isinstance(meta, dict) else []
+    out = []
+    for entry in earlier:
+        if not isinstance(entry, dict):
+            continue
+        entry = dict(entry)
+        wall = entry.get("wall_time_s")
+        if not (isinstance(wall, (int, float)) and not isinstance(wall, bool) and 0 <= wall < 1e12):
+            entry.pop("wall_time_s", None)  # a damaged record is not summed
+        if entry.get("status") == "running":  # ended without a word (killed): its chunks count, its time is unknown
+            entry["status"] = "ended unrecorded (killed?)"
+        out.append(entry)
+    return out
+
+
+def _record_invocation(meta: dict, stats: dict, started, wall: float, status: str) -> None:
+    """Append this invocation to ``meta["invocations"]`` and total the run's times over all of them.
+
+    ``wall_time_s`` sums the invocations' wall times (those recorded);
+    ``compute_time_s`` sums the compute seconds saved with every chunk of the
+    run, whichever invocation computed it (worker time: with several workers
+    it exceeds the wall time).
+    """
+    this = {"started_utc": started.isoformat(timespec="seconds"), "wall_time_s": round(wall, 3),
+            "chunks_computed": stats.get("computed", 0), "chunks_reused": stats.get("reused", 0),
+            "compute_time_s": _seconds(stats.get("computed_s", 0.0)), "n_jobs": meta.get("n_jobs"),
+            "backend": meta.get("backend"), "status": status}
+    invocations = meta.get("invocations", [])[:-1] + [this]  # the last is this one, "running"
+    walls = [i["wall_time_s"] for i in invocations if isinstance(i.get("wall_time_s"), (int, float))]
+    meta.update({
+        "invocations": invocations,
+        "wall_time_s": round(sum(walls), 3),
+        "compute_time_s": _seconds(stats.get("compute_s", math.nan)),
+        "chunks": stats.get("chunks"),
+        "chunks_reused": stats.get("reused"),
+    })
+
+
+def _seconds(value) -> float | None:
+    return round(float(value), 3) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def _inside(filename, directory: Path) -> bool:

@@ -21,15 +21,34 @@ from .engine.outdir import read_meta, write_text
 PROG = "ldpsim"
 
 
+class _Once(argparse.Action):
+    """A flag given once: a second ``--n`` would silently replace the first (argparse keeps the last)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        earlier = getattr(namespace, self.dest, None)
+        if earlier is not None:
+            namespace.repeated = getattr(namespace, "repeated", None) or (option_string, earlier, values)
+        setattr(namespace, self.dest, values)
+
+
+def _check_repeated(args) -> None:
+    repeated = getattr(args, "repeated", None)
+    if repeated:
+        flag, first, second = repeated
+        show = (lambda v: " ".join(v) if isinstance(v, list) else v)
+        raise ConfigError(f"{flag} is given twice ({flag} {show(first)} and {flag} {show(second)}): give it once"
+                          + (", with every value after it" if isinstance(first, list) else ""))
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a config and write summary.csv, tables, figures and meta.json")
     run.add_argument("config", help="YAML config file (keys as in configs/quantile.yaml; 'study' picks the study)")
-    run.add_argument("--reps", help="Monte Carlo replications per setting")
-    run.add_argument("--n", nargs="+", metavar="N", help="sample sizes (e.g. 1e6 1e7)")
-    run.add_argument("--seed", help="root seed")
+    run.add_argument("--reps", action=_Once, help="Monte Carlo replications per setting")
+    run.add_argument("--n", nargs="+", action=_Once, metavar="N", help="sample sizes (e.g. 1e6 1e7)")
+    run.add_argument("--seed", action=_Once, help="root seed")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="set any config key; VALUE is YAML, so lists give grids (--set tau=[0.5,0.9])")
     run.add_argument("--n-jobs", type=int, default=-1, help="parallel workers (default: all cores)")
@@ -44,6 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true",
                      help="replace the outputs and chunks of another run in --out (otherwise refused)")
     run.add_argument("--quiet", action="store_true", help="no progress bar, no table on stdout")
+    run.add_argument("--allow-long", action="store_true",
+                     help="run even if the run is estimated to take more than 7 days (otherwise refused before any "
+                          "work, with the estimate)")
 
     table = sub.add_parser("table", help="re-render a run's tables and figures from its CSV files")
     table.add_argument("dir", help="run output directory")
@@ -54,16 +76,18 @@ def _parser() -> argparse.ArgumentParser:
 
     trace = sub.add_parser("trace", help="one path with its intervals at log-spaced checkpoints (Figure 1)")
     trace.add_argument("config", help="YAML config file (keys as in configs/trace_quantile.yaml)")
-    trace.add_argument("--n", metavar="N", help="path length, the last checkpoint (e.g. 1e6)")
-    trace.add_argument("--seed", help="root seed")
+    trace.add_argument("--n", action=_Once, metavar="N", help="path length, the last checkpoint (e.g. 1e6)")
+    trace.add_argument("--seed", action=_Once, help="root seed")
     trace.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="set any trace config key (one value each: a trace is one path)")
     trace.add_argument("--out", help="output directory (default: results/<config name>)")
     trace.add_argument("--force", action="store_true", help="replace the outputs of another run in --out")
+    trace.add_argument("--allow-long", action="store_true",
+                       help="trace even if the path is estimated to take more than 7 days (otherwise refused)")
 
     check = sub.add_parser("check", help="which assumptions of Theorem 3.2 each setting meets (exit 1 if one fails)")
     check.add_argument("config", help="YAML config file")
-    check.add_argument("--n", nargs="+", metavar="N", help="sample sizes (e.g. 1e6 1e7)")
+    check.add_argument("--n", nargs="+", action=_Once, metavar="N", help="sample sizes (e.g. 1e6 1e7)")
     check.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="set any config key, as for run")
 
@@ -123,6 +147,7 @@ def _fit(args) -> int:
 #: Flags of ``run`` and ``trace`` that are not config keys: ``--set n_jobs=2`` is refused with the flag to use.
 _RUN_FLAGS = {"n_jobs": "--n-jobs", "backend": "--backend", "scheduler": "--scheduler", "out": "--out",
               "resume": "--resume", "force": "--force", "quiet": "--quiet", "progress": "--quiet",
+              "allow_long": "--allow-long",
               "name": None, "command": None, "overrides_from": None, "log": None, "source": "the config file"}
 
 
@@ -162,7 +187,7 @@ def _run(args) -> int:
     result = api.run(args.config, out=args.out if args.out is not None else api.DEFAULT_OUT, n_jobs=args.n_jobs,
                      backend=args.backend, scheduler=args.scheduler, resume=args.resume, force=args.force,
                      progress=not args.quiet, command=[PROG, *sys.argv[1:]], overrides_from="--set",
-                     **overrides)
+                     allow_long=args.allow_long, **overrides)
     if not args.quiet:
         print(result.render())
     failed = result.meta["n_failed"]
@@ -242,7 +267,10 @@ def _trace(args) -> int:
     import numpy as np
 
     from .engine.config import check_keys
+    from .engine.interrupt import in_worker_thread
     from .engine.outdir import RunIdentity, open_output
+    from .engine.resources import check_time
+    from .recursion.keys import path_seconds
     from .studies.coverage.trace import TRACE_KEYS, compute_trace, figure_class, load_trace, write_trace, write_trace_meta
 
     overrides = _assignments(args.set)
@@ -253,6 +281,7 @@ def _trace(args) -> int:
                 raise ConfigError(f"{key} is given twice: --{key} and --set {key}=...; give it once")
             overrides[key] = getattr(args, key)
     config = load_trace(args.config, overrides)
+    check_time([(path_seconds(config.setting), 1)], 1, allow_long=args.allow_long)
     out = args.out if args.out is not None else Path("results") / Path(args.config).stem
     try:
         figure_class()  # before the path, which may run for minutes
@@ -265,7 +294,7 @@ def _trace(args) -> int:
         try:
             if not handle.holds_this_run:
                 write_trace_meta(config, handle.path, identity, command)  # which run, before the path runs
-            result = compute_trace(config)
+            result = in_worker_thread(compute_trace, config)  # Ctrl-C stops the path (ldpsim.engine.interrupt)
             write_trace(result, handle.path, command=command)
         except BaseException as exc:
             handle.discard()
@@ -312,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _show_warning
     previous = _terminate_as_interrupt()
     try:
+        _check_repeated(args)
         return {"run": _run, "table": _table, "compare": _compare, "trace": _trace, "check": _check,
                 "fit": _fit}[args.command](args)
     except ConfigError as exc:
@@ -321,8 +351,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
-        print(f"{PROG}: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}; finished chunks are "
-              "saved, rerun with --resume to continue", file=sys.stderr)
+        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        if args.command == "run":
+            print(f"{PROG}: {what}; finished chunks are saved, rerun with --resume to continue", file=sys.stderr)
+        else:  # a trace is one path, kept nowhere until it ends; table, compare and check change nothing
+            print(f"{PROG}: {what}", file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130
     except MemoryError:
         print(f"{PROG}: error: out of memory: lower --n-jobs, reps or the size of the grid", file=sys.stderr)

@@ -31,6 +31,7 @@ import time
 import numpy as np
 
 from ldpsim.engine.jit import jit  # imports ldpsim first: fixes numba's cache directory
+from ldpsim.engine.interrupt import FLAG, poll_mask
 from ldpsim.engine.rng import as_generator, exponential, kernel_rng, local_rng, normal, release_rng, uniform
 from ldpsim.models.erm import ErmModel
 from ldpsim.studies.sagd.kernel import LAP, N_STATS, PathParams, draw_data, run_path
@@ -83,7 +84,7 @@ def _kernel_once(model, seed, track):
     run = PathParams(LAP, T, 1, N // 2, 0.2, 0.1, 0.9, 0.9, SIGMA, 0.0, T, track)
     w = np.zeros(D)
     args = (params, rng, X, y, run, w, np.zeros((6, D)), np.array([1.0]), np.zeros(3, dtype=np.int64),
-            np.zeros(N_STATS), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0))
+            np.zeros(N_STATS), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), FLAG, poll_mask(N * D))
     tic = time.perf_counter()
     run_path(*args)
     return time.perf_counter() - tic, gen, X, y

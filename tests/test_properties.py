@@ -71,7 +71,7 @@ SIZED = {
     # scale), the dimension and the quadrature nodes per axis (a population gradient costs nodes^2 x d)
     "T": [20, 50, 0, -1, 1e15, 2.5, None, "x"],
     "epochs": [2, 5, 0, -1, 1e7, None, "x"],
-    "T_factor": [1, 10, 0, -1, 1e300, float("inf"), None],
+    "T_factor": [3e3, 1e4, 1, 10, 0, -1, 1e300, float("inf"), None],  # (T >= 2 steps needs T_factor >= 539 here)
     "sigma": [0.5, 1, 0, -1, 1e-300, 1e-9, 1e300, None, "theorem", "x"],
     "radius": [1, 2, 0, -1, 1e-300, 1e300, None],
     "scale": [1, 2, 0, 1e-300, 1e300, None],
@@ -222,3 +222,53 @@ def test_check_accepts_or_refuses_in_one_line(mapping):
     with tempfile.TemporaryDirectory() as tmp:
         status, err = run_cli(["check", str(write_config(Path(tmp), mapping))])
     check_outcome(status, err, allowed=(0, 1, 2))
+
+
+#: Issue 18's keys and values (run, then table): each combination is refused in one line before any work (runs
+#: of years, paths of one step, budgets that contradict or overflow) or runs tiny and redraws its tables.
+ISSUE_18 = {
+    # (n, kappa) together: n = 200000 at kappa 2 is an hour, accepted; at 3 (8e15 steps) years, refused
+    "dpsgd": ({"study": "dpsgd", "n": 100, "kappa": 1.2, "reps": 2, "B": 50, "methods": ["plugin", "BM"]},
+              {"size": [(100, 3), (200000, 3), (200000, 2.999), (100, 1.2)], "batch_size": [1, 2]}),
+    "sagd_concentration": ({"study": "sagd_concentration", "n": 200, "reps": 2, "nodes": 8, "mu": [1, 2]},
+                           {"T": [20, 4e13, 1e15, "theorem"], "oracle": ["lap", "sparse"], "batch_size": [None, 1],
+                            "sigma": [0.5, 1]}),
+    "sagd_rate": ({"study": "sagd_rate", "n": [200, 400], "reps": 2, "nodes": 8},
+                  {"T_factor": [1, 1e-9, 3e4, 1e4, None], "oracle": ["lap", "sparse"]}),
+    "sagd_generalization": ({"study": "sagd_generalization", "n": 20, "d": 3, "reps": 2, "nodes": 4},
+                            {"epochs": [3, 2e4], "checkpoints": [2, 1e4], "methods": [["rmsprop"], ["sagd_lap"]]}),
+    "online": ({"study": "trajectory", "n": 2000, "reps": 2, "seed": 1, "gamma": 0.6, "c": 0.2},
+               {"model": ["logistic_clip", "huber_clip", "logistic_mallows"], "dim": [5, 20, 200],
+                "clip": [1, 0.1], "theta0": [0, 1e300], "mu": [1, "inf"],
+                "budget": [None, "1e0", "1.0e-310", "uniform(1, 2)", {"uniform": [1e-300, 1]}, "inf"]}),
+}
+
+
+@st.composite
+def issue_18_mappings(draw, study):
+    base, choices = ISSUE_18[study]
+    mapping = dict(base)
+    for key in draw(st.lists(st.sampled_from(sorted(choices)), min_size=1, max_size=len(choices), unique=True)):
+        value = draw(st.sampled_from(choices[key]))
+        if key == "size":
+            mapping["n"], mapping["kappa"] = value
+        elif value is not None:
+            mapping[key] = value
+    return mapping
+
+
+@pytest.mark.parametrize("study", sorted(ISSUE_18))
+def test_issue_18_keys_run_or_refuse_in_one_line_and_read_back(study):
+    @settings(max_examples=6, **COMMON)
+    @given(issue_18_mappings(study))
+    def check(mapping):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "o"
+            status, err = run_cli(["run", str(write_config(Path(tmp), mapping)), "--out", str(out), "--quiet",
+                                   "--n-jobs", "1"])
+            check_outcome(status, err)
+            if status == 0:  # the tables and figures are redrawn from the files
+                status, err = run_cli(["table", str(out)])
+                check_outcome(status, err, allowed=(0,))
+
+    check()

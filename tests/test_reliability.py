@@ -443,7 +443,7 @@ def _damage(path: Path, how: str):
             np.savez(fh, **arrays)
     elif how == "wrong reps":
         with np.load(path) as z:
-            arrays = {k: np.concatenate([z[k], z[k][:1]]) for k in z.files}
+            arrays = {k: np.concatenate([z[k], z[k][:1]]) if z[k].ndim else z[k] for k in z.files}
         with open(path, "wb") as fh:
             np.savez(fh, **arrays)
     elif how == "bare array":

@@ -55,7 +55,7 @@ TINY = {
                            "reps": 2, "seed": 1, "nodes": 8},
     "sagd_generalization": {"study": "sagd_generalization", "n": 50, "d": 5, "epochs": 4, "checkpoints": 2,
                             "reps": 2, "seed": 1, "nodes": 8},
-    "sagd_rate": {"study": "sagd_rate", "n": [200, 400], "T_factor": 100, "reps": 2, "seed": 1, "nodes": 8},
+    "sagd_rate": {"study": "sagd_rate", "n": [200, 400], "T_factor": 3000, "reps": 2, "seed": 1, "nodes": 8},
 }
 
 

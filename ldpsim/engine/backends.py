@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import numbers
 import os
 from pathlib import Path
 
@@ -70,10 +71,14 @@ def check_backend(backend: str, scheduler: str | None = None, n_jobs: int = -1) 
         raise BackendError(f"scheduler = {scheduler!r} is not an address or a scheduler file")
     if scheduler is not None and backend != "dask":
         raise BackendError(f"--scheduler needs --backend dask (got --backend {backend})")
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int):
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):  # numpy integers too
         raise BackendError(f"n_jobs = {n_jobs!r} is not an integer: give a worker count, or -1 for all cores")
     if n_jobs == 0:
         raise BackendError("n_jobs = 0 is not allowed: give a worker count, or -1 for all cores")
+    if scheduler is None and backend in ("loky", "threading") and n_jobs < -cpu_count():
+        # joblib would quietly run one worker: -n means all cores but n - 1
+        raise BackendError(f"n_jobs = {n_jobs} leaves {-n_jobs - 1} cores out of this machine's {cpu_count()}: "
+                           "give a worker count, or -1 for all cores (-2: all but one)")
     if scheduler is None and n_jobs > MAX_WORKERS_PER_CORE * cpu_count():
         # a typo (--n-jobs 1000000) would start that many processes
         raise BackendError(f"n_jobs = {n_jobs} is more than {MAX_WORKERS_PER_CORE} workers per core of this machine "

@@ -7,12 +7,18 @@ setting, the study's per-run keys, the root seed, the chunk format and the
 source of the code that computes it. A chunk written by other code, for
 another seed or in an older format is therefore never read as this run's:
 ``--resume`` recomputes it.
+
+Beside its arrays a chunk file holds the seconds its replications took to
+compute (``meta.json`` of a resumed run sums them over chunks, whichever
+invocation computed them) and a SHA-256 checksum of the arrays, verified on
+reading: a chunk whose numbers were changed after it was saved is recomputed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -24,8 +30,10 @@ from .jit import source_hash
 from .outdir import temporary_beside
 
 #: Bumped when the chunk file layout changes (1: the coverage study's arrays
-#: only; 2: any study's named arrays).
-CHUNK_FORMAT = 2
+#: only; 2: any study's named arrays; 3: with their checksum and compute seconds).
+CHUNK_FORMAT = 3
+#: Entries of a chunk file that are not replication arrays: the compute seconds and the checksum.
+SECONDS, CHECKSUM = "__seconds__", "__sha256__"
 #: Aim for chunks of about this many SGD steps (well under a second each).
 CHUNK_STEPS = 20_000_000
 #: Never more replications than this in one chunk.
@@ -72,8 +80,21 @@ def chunk_path(chunk_dir: Path, key: str, start: int, stop: int) -> Path:
     return chunk_dir / f"{key}_{start:07d}_{stop:07d}.npz"
 
 
-def save_chunk(path: Path, arrays: dict[str, np.ndarray]) -> None:
+def checksum(arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """SHA-256 of a chunk's arrays (names, types, shapes and bytes), as 32 ``uint8``."""
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}:{array.dtype.str}:{array.shape};".encode())
+        digest.update(array.tobytes())
+    return np.frombuffer(digest.digest(), dtype=np.uint8).copy()
+
+
+def save_chunk(path: Path, arrays: dict[str, np.ndarray], seconds: float = float("nan")) -> None:
     """Write a chunk atomically: a killed run never leaves half a chunk under its final name.
+
+    The file holds ``arrays``, their :func:`checksum` and ``seconds``, the
+    time its replications took to compute (NaN: unknown).
 
     The arrays go to a temporary file ``.<name>.*.tmp`` beside it, which is
     flushed to disk and then renamed over ``path``. A run killed in between
@@ -85,7 +106,7 @@ def save_chunk(path: Path, arrays: dict[str, np.ndarray]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = temporary_beside(path)
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
+            np.savez(fh, **arrays, **{SECONDS: np.float64(seconds), CHECKSUM: checksum(arrays)})
             fh.flush()
             os.fsync(fh.fileno())  # the rename must not reach the disk before the data
         os.replace(tmp, path)
@@ -98,13 +119,16 @@ def save_chunk(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 def load_chunk(path: Path) -> dict[str, np.ndarray] | None:
     """The arrays of a saved chunk, or ``None`` if it cannot be read."""
-    arrays, problem = read_chunk(path)
+    arrays, problem, _ = read_chunk(path)
     return None if problem else arrays
 
 
 def read_chunk(path: Path, reps: int | None = None,
-               shapes: dict[str, tuple] | None = None) -> tuple[dict[str, np.ndarray] | None, str | None]:
-    """A saved chunk's arrays, checked: ``(arrays, None)``, or ``(None, what is wrong with the file)``.
+               shapes: dict[str, tuple] | None = None) -> tuple[dict[str, np.ndarray] | None, str | None, float]:
+    """A saved chunk's arrays, checked: ``(arrays, None, seconds)``, or ``(None, what is wrong with it, nan)``.
+
+    ``seconds`` is the time its replications took to compute; the arrays
+    must match the checksum saved with them.
 
     Parameters
     ----------
@@ -121,10 +145,19 @@ def read_chunk(path: Path, reps: int | None = None,
             data = np.load(fh, allow_pickle=False)
             arrays = {name: data[name] for name in data.files} if isinstance(data, np.lib.npyio.NpzFile) else data
     except Exception as exc:  # a truncated or foreign file fails in many ways (BadZipFile, EOFError, zlib.error, ...)
-        return None, f"cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no detail'})"
+        detail = str(exc).splitlines()[0] if str(exc) else "no detail"
+        return None, f"cannot be read ({type(exc).__name__}: {detail})", math.nan
     if not isinstance(arrays, dict):  # np.load of a bare .npy file gives an array
-        return None, "is not a chunk (no named arrays)"
-    return (None, problem) if (problem := check_chunk(arrays, reps, shapes)) else (arrays, None)
+        return None, "is not a chunk (no named arrays)", math.nan
+    seconds, saved = arrays.pop(SECONDS, None), arrays.pop(CHECKSUM, None)
+    if (problem := check_chunk(arrays, reps, shapes)) is not None:
+        return None, problem, math.nan
+    if saved is None:
+        return None, "has no checksum", math.nan
+    if saved.dtype != np.uint8 or saved.shape != (32,) or not np.array_equal(saved, checksum(arrays)):
+        return None, "fails its checksum (its numbers changed after it was saved)", math.nan
+    seconds = float(seconds) if seconds is not None and seconds.shape == () and seconds.dtype.kind == "f" else math.nan
+    return arrays, None, seconds if 0.0 <= seconds < 1e12 else math.nan  # (not part of the checksum: unknown)
 
 
 def check_chunk(arrays: dict[str, np.ndarray], reps: int | None = None,
@@ -164,5 +197,5 @@ def concatenate(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
 
-__all__ = ["CHUNK_FORMAT", "check_chunk", "chunk_key", "chunk_path", "chunk_size", "code_identity", "concatenate",
-           "load_chunk", "read_chunk", "save_chunk", "set_aside"]
+__all__ = ["CHECKSUM", "CHUNK_FORMAT", "SECONDS", "check_chunk", "checksum", "chunk_key", "chunk_path", "chunk_size",
+           "code_identity", "concatenate", "load_chunk", "read_chunk", "save_chunk", "set_aside"]

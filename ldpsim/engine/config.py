@@ -93,6 +93,23 @@ class Range:
         return self.label or self.text
 
 
+def plain(value):
+    """``value`` with numpy scalars and arrays turned into Python numbers and lists (inside lists and dicts too).
+
+    The API takes ``n=np.int64(2000)``, ``reps=np.int32(3)``, ``tau=np.array([0.5, 0.9])``
+    as it takes ``2000``, ``3`` and ``[0.5, 0.9]``.
+    """
+    if hasattr(value, "dtype") and hasattr(value, "tolist"):  # a numpy scalar or array (numpy not imported here)
+        return plain(value.tolist())
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(plain(v) for v in value)
+    if isinstance(value, dict):
+        return {plain(k): plain(v) for k, v in value.items()}
+    return value
+
+
 def check_range(key: str, value, ok: bool, allowed) -> None:
     """Raise ``"{key} = {value} is outside {allowed}"`` unless ``ok``."""
     if not ok:
@@ -355,8 +372,25 @@ def check_run_memory(study, settings, options: dict, reps: int, workers: int = 1
                      hint="lower --n-jobs (n_jobs)" if workers > 1 else "", copies=workers)
     kept = reps * sum(study.kept_bytes(s, options) for s in settings)
     if kept:
-        check_memory([(kept, f"the arrays of reps = {reps} replications x {len(settings)} settings")],
+        check_memory([(kept, f"the arrays of reps = {show(reps)} replications x {len(settings)} settings")],
                      per="for the results", hint="lower reps or split the grid into several runs")
+
+
+def check_run_time(study, settings, options: dict, reps: int, workers: int = 1, allow_long: bool = False) -> float:
+    """Refuse a run estimated to take longer than a week, before any work (one line); return the estimate (s).
+
+    Settings that share their paths (:meth:`~ldpsim.studies.base.Study.group_key`)
+    count their path once; ``workers`` run replications at once.
+    """
+    from .resources import check_time
+
+    groups: dict = {}
+    for i, s in enumerate(settings):
+        key = study.group_key(s)
+        seconds = study.seconds(s, options)
+        slot = ("alone", i) if key is None else ("group", key)
+        groups[slot] = max(groups.get(slot, 0.0), seconds)
+    return check_time([(seconds, reps) for seconds in groups.values()], workers, allow_long=allow_long)
 
 
 def check_keys(mapping: dict, where: str, allowed) -> None:
@@ -419,7 +453,7 @@ def resolve(mapping: dict, study, where: str = "config") -> Config:
     ConfigError
         On the first bad key or value.
     """
-    mapping = {k: v for k, v in mapping.items() if k != "study"}
+    mapping = {k: plain(v) for k, v in mapping.items() if k != "study"}
     keys = tuple(study.keys) + RUN_KEYS
     check_keys(mapping, where, [k.name for k in keys] + ["study"])
     raw = {k.name: mapping.get(k.name, k.default) for k in keys}
@@ -550,5 +584,5 @@ def parse_assignment(text: str) -> tuple[str, Any]:
 
 
 __all__ = ["Config", "ConfigError", "ConfigWarning", "Key", "MAX_SETTINGS", "RUN_KEYS", "Range", "Setting", "as_float",
-           "as_int", "as_list", "check_keys", "check_range", "check_run_memory", "load_yaml", "parse_assignment",
-           "read_text", "resolve", "show"]
+           "as_int", "as_list", "check_keys", "check_range", "check_run_memory", "check_run_time", "load_yaml",
+           "parse_assignment", "plain", "read_text", "resolve", "show"]

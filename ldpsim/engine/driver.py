@@ -13,18 +13,32 @@ output directory, an interrupted run loses only the chunks in flight, and
 study's ``group_key``: the coverage study's settings that differ only in
 ``beta``, ``B``, ``level`` or ``multiplier``) run as one task, each path once,
 and still get a chunk file each.
+
+Each chunk is saved with the seconds its replications took to compute
+(a task's time, shared by the settings it ran), so that a run finished by
+``--resume`` reports the compute time of all its chunks, whichever
+invocation computed them (``stats``). Ctrl-C (or SIGTERM, which the CLI turns
+into it) stops the kernels running in this process within a poll of
+:mod:`ldpsim.engine.interrupt`: a run on one worker runs its tasks in a
+worker thread, so that the main thread is free to receive the signal.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from pathlib import Path
 from typing import Callable
 
 from joblib import Parallel, delayed, effective_n_jobs
 
 from . import chunks as store
-from .backends import STREAMING, BackendError, check_backend, joblib_backend
+from . import interrupt
+from .backends import STREAMING, BackendError, check_backend, joblib_backend, local_workers
 from .config import Config
+
+#: The clock of the compute seconds saved with each chunk (a test may replace it).
+clock = time.perf_counter
 
 
 def _chunk_task(indices, study, settings, options, root_seed, start, stop, identity):
@@ -37,15 +51,27 @@ def _chunk_task(indices, study, settings, options, root_seed, start, stop, ident
 
         raise BackendError(f"worker on {socket.gethostname()} runs other code ({show(worker)}) than the driver "
                            f"({show(identity)}): install the same ldpsim, numpy and numba there")
-    if len(settings) == 1:
-        results = [study.run_chunk(settings[0], options, root_seed, start, stop)]
-    else:  # settings that share their paths: each path runs once
-        results = study.run_group(settings, options, root_seed, start, stop)
-    return [((i, start), r) for i, r in zip(indices, results)]  # results arrive in completion order: say whose
+    with interrupt.task():
+        tic = clock()
+        if len(settings) == 1:
+            results = [study.run_chunk(settings[0], options, root_seed, start, stop)]
+        else:  # settings that share their paths: each path runs once
+            results = study.run_group(settings, options, root_seed, start, stop)
+        share = (clock() - tic) / len(results)  # the shared paths' time, split between their chunks
+    # results arrive in completion order: say whose
+    return [((i, start), r, share) for i, r in zip(indices, results)]
 
 
-def _run_tasks(calls: list, n_jobs: int, streaming: bool):
-    """Yield task results as they finish (or, without streaming, wave by wave)."""
+def _run_tasks(calls: list, n_jobs: int, streaming: bool, in_thread: bool = False):
+    """Yield task results as they finish (or, without streaming, wave by wave).
+
+    ``in_thread``: one after the other, each in a worker thread while this
+    thread waits, free to receive Ctrl-C (:func:`ldpsim.engine.interrupt.in_worker_thread`).
+    """
+    if in_thread:
+        for func, args, kwargs in calls:
+            yield interrupt.in_worker_thread(func, *args, **kwargs)
+        return
     if streaming:
         yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered")(calls)
         return
@@ -87,7 +113,11 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
         Called with one line for what the user should know: how many chunks
         ``resume`` reused, a damaged chunk set aside.
     stats : dict, optional
-        Filled with ``chunks`` (in the run), ``reused`` and ``damaged``.
+        Filled with ``chunks`` (in the run), ``reused``, ``damaged``, ``computed``
+        (chunks computed now), ``compute_s`` (the compute seconds of every
+        chunk of the run, saved ones included; NaN if one is unknown) and
+        ``computed_s`` (of the chunks computed now). Updated as chunks
+        arrive, so that an interrupted run's caller can report them.
 
     Returns
     -------
@@ -104,7 +134,8 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
     for i, setting in enumerate(config.settings):
         key = study.group_key(setting)
         groups.setdefault(("alone", i) if key is None else ("group", key), []).append(i)
-    tasks, done, paths, damaged, own = [], {}, {}, 0, set()
+    interrupt.clear()  # a stop asked of an earlier run is not this run's
+    tasks, done, paths, damaged, own, seconds = [], {}, {}, 0, set(), {}
     for members in groups.values():
         size = store.chunk_size(study.steps(config.settings[members[0]]))  # members share n
         for start in range(0, config.reps, size):
@@ -118,9 +149,10 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
                     own.add(path.name)
                 paths[(i, start)] = path
                 if resume and path is not None and (path.exists() or path.is_symlink()):
-                    loaded, problem = store.read_chunk(path, stop - start, study.chunk_shapes(setting, config.options))
+                    loaded, problem, spent = store.read_chunk(path, stop - start,
+                                                              study.chunk_shapes(setting, config.options))
                     if problem is None:
-                        done[(i, start)] = loaded
+                        done[(i, start)], seconds[(i, start)] = loaded, spent
                         continue
                     damaged += 1
                     try:
@@ -133,8 +165,10 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
             if todo:
                 tasks.append((todo, start, stop))
     computing = len(paths) - len(done)
-    if stats is not None:
-        stats.update(chunks=len(paths), reused=len(done), damaged=damaged)
+    stats = stats if stats is not None else {}
+    reused_s = math.fsum(seconds.values())
+    stats.update(chunks=len(paths), reused=len(done), damaged=damaged, computed=0, computed_s=0.0,
+                 compute_s=reused_s)
     if resume and chunk_dir is not None:
         other = 0
         if chunk_dir.is_dir():
@@ -158,13 +192,26 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
             calls = [delayed(_chunk_task)(todo, study, [config.settings[i] for i in todo], config.options,
                                           config.seed, start, stop, identity)
                      for todo, start, stop in tasks]
-            with joblib_backend(backend, n_jobs, scheduler):
-                for results in _run_tasks(calls, n_jobs, streaming=backend in STREAMING):
-                    for tag, result in results:
-                        if paths[tag] is not None:
-                            store.save_chunk(paths[tag], result)
-                        done[tag] = result
-                    bar.update(cost([results[0][0][0]], len(results[0][1]["ok"])))
+            # one local worker: the tasks run in a worker thread, and Ctrl-C reaches the main thread
+            in_thread = backend in ("loky", "threading") and scheduler is None and local_workers(n_jobs) == 1
+            try:
+                with joblib_backend(backend, n_jobs, scheduler):
+                    for results in _run_tasks(calls, n_jobs, streaming=backend in STREAMING, in_thread=in_thread):
+                        for tag, result, spent in results:
+                            if paths[tag] is not None:
+                                store.save_chunk(paths[tag], result, spent)
+                            done[tag], seconds[tag] = result, spent
+                            stats["computed"] += 1
+                            stats["computed_s"] += spent
+                            stats["compute_s"] += spent
+                        bar.update(cost([results[0][0][0]], len(results[0][1]["ok"])))
+            except BaseException:
+                interrupt.request_stop()  # kernels still running in this process's threads stop at their next poll
+                raise
+            finally:
+                if interrupt.requested():
+                    interrupt.wait_idle()
+                    interrupt.clear()
 
     return [store.concatenate([done[k] for k in sorted(k for k in done if k[0] == i)])
             for i in range(len(config.settings))]

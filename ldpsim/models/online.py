@@ -31,22 +31,25 @@ from .base import Model
 from .design import GaussianDesign
 
 
-def solve_root(gradient, start, what: str) -> np.ndarray:
+def solve_root(gradient, start, what: str, fallback=()) -> np.ndarray:
     """Root of a population gradient: Powell's hybrid method, Levenberg-Marquardt if that stalls.
 
     Converged when every coordinate of the gradient is below 1e-12 in
-    absolute value (the quadratures are accurate to about that).
+    absolute value (the quadratures are accurate to about that). Searches
+    from ``start``, then (if given) from each of the starts ``fallback`` lists.
 
     Raises
     ------
     RuntimeError
         If neither method converges (never for the models here).
     """
-    x = np.asarray(start, dtype=float)
-    for method in ("hybr", "lm"):
-        sol = optimize.root(gradient, x, method=method, options={"xtol": 1e-14})
-        if np.all(np.abs(gradient(sol.x)) < 1e-12):  # ("xtol too small" at the root itself is success)
-            return sol.x
+    starts = [start] + list(fallback or [])
+    for x in starts:
+        x = np.asarray(x, dtype=float)
+        for method in ("hybr", "lm"):
+            sol = optimize.root(gradient, x, method=method, options={"xtol": 1e-14})
+            if np.all(np.abs(gradient(sol.x)) < 1e-12):  # ("xtol too small" at the root itself is success)
+                return sol.x
     raise RuntimeError(f"{what}: root search failed ({sol.message}); gradient {gradient(sol.x)}")
 
 
@@ -125,6 +128,9 @@ class OnlineModel(Model):
             values[key], budget = budget, None
         values["epsilon" if key == "mu" else "mu"] = None
         if budget is not None:
+            if values.get(key) is not None and math.isinf(values[key]):
+                raise ConfigError(f"budget = {budget} draws each user's {key}, but {key} = inf asks for no privacy: "
+                                  f"give one of them (a grid crossing both would hold settings that ask for both)")
             if mech not in PER_USER_MECHANISMS:
                 raise ConfigError(f"budget = {budget} needs a mechanism with a per-user form "
                                   f"({', '.join(PER_USER_MECHANISMS)}); mechanism = {mech!r} (analytic calibration, "

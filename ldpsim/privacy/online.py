@@ -101,6 +101,9 @@ class BudgetLaw:
         return self.low + (self.high - self.low) * u
 
 
+#: The smallest constant budget: below it the mechanisms' noise variance (sensitivity / budget)^2 overflows.
+MIN_BUDGET = 1e-150
+
 _UNIFORM_TEXT = re.compile(r"\s*uniform\s*\(\s*([^,]+?)\s*,\s*([^)]+?)\s*\)\s*")
 
 
@@ -122,9 +125,17 @@ def parse_budget(name: str, value):
         return None
     if isinstance(value, bool):
         raise ConfigError(f"{name} = {show(value)} is not a budget; allowed: {allowed}")
+    if isinstance(value, str) and not _UNIFORM_TEXT.fullmatch(value):
+        try:  # a number as YAML leaves it in text: --set budget=1e0 (1e0 is no YAML float), inf
+            value = float(value)
+        except ValueError:
+            pass
     if isinstance(value, (int, float)):
-        if not (value > 0):
+        if not (value > 0):  # NaN too
             raise ConfigError(f"{name} = {show(value)} is outside (0, inf]; allowed: {allowed}")
+        if value < MIN_BUDGET:
+            raise ConfigError(f"{name} = {show(value)} is too small: the noise variance, of order 1 / {name}^2, "
+                              f"overflows; a constant budget must be at least {MIN_BUDGET:g}")
         return float(value)
     bounds = None
     if isinstance(value, dict) and len(value) == 1 and "uniform" in value:

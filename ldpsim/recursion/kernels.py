@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..engine import interrupt
+from ..engine.interrupt import stop_requested
 from ..engine.jit import jit
 from ..engine.rng import kernel_rng, local_rng, release_rng
 from ..inference.streaming import PathState, StreamLayout
@@ -201,7 +203,7 @@ def _close_blocks(blocks, i, n):
 
 
 @jit
-def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_ends, batches):
+def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_ends, batches, stop):
     gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
     reps = 1  # a constant in the batch_size=None loop: the mini-batch loop compiles away
     if batch_size is not None:
@@ -262,6 +264,9 @@ def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_
                     return i, np.nan, np.nan
             if i == next_fill:
                 next_fill = fill_step_ratios(i, ratio, ratios)
+                if stop_requested(stop):  # every RATIO_CHUNK steps: Ctrl-C (ldpsim.engine.interrupt)
+                    release_rng(stream, gen)
+                    return i, np.nan, np.nan
             event = min(next_block, batch_end, pow2, next_fill)
     release_rng(stream, gen)
     theta_bar, v = sn_read(s, a, t, ref, float(n))
@@ -270,7 +275,7 @@ def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_
 
 @jit
 def _vector_path(params, stream, n, batch_size, c, gamma, theta, grad, ref, s, a, t, blocks, batch_ends, batches,
-                 batch):
+                 batch, stop):
     # The scalar kernel coordinate by coordinate; theta starts at theta0 and
     # ref, s, a, t and batch are zeroed (d,) work arrays of the wrapper.
     # On return theta holds theta_bar and s holds V_n.
@@ -332,6 +337,9 @@ def _vector_path(params, stream, n, batch_size, c, gamma, theta, grad, ref, s, a
                     return i
             if i == next_fill:
                 next_fill = fill_step_ratios(i, ratio, ratios)
+                if stop_requested(stop):  # every RATIO_CHUNK steps: Ctrl-C (ldpsim.engine.interrupt)
+                    release_rng(stream, gen)
+                    return i
             event = min(next_block, batch_end, pow2, next_fill)
     release_rng(stream, gen)
     for q in range(d):
@@ -398,17 +406,18 @@ def run_paths(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
     batches = np.zeros(batch_ends.shape[0] if d == 1 else (batch_ends.shape[0], d)) if with_batches else None
     if d == 1:  # the scalar kernel keeps theta in a register: a third faster than d = 1 arrays
         steps, theta_bar, sn_v = _scalar_path(params, rng, int(n), per_step, float(c), float(gamma), float(theta0),
-                                              blocks, batch_ends, batches)
+                                              blocks, batch_ends, batches, interrupt.FLAG)
         theta_bar, sn_v = np.array([theta_bar]), np.array([sn_v])
     else:
         theta = np.full(d, float(theta0))
         work = np.zeros((6, d))  # grad, ref, s, a, t, batch
         steps = _vector_path(params, rng, int(n), per_step, float(c), float(gamma), theta, *work[:5], blocks,
-                             batch_ends, batches, work[5])
+                             batch_ends, batches, work[5], interrupt.FLAG)
         theta_bar, sn_v = theta, work[2].copy()
         if steps < n:
             theta_bar[:] = np.nan
             sn_v[:] = np.nan
+    interrupt.check()  # a path stopped by Ctrl-C is no result
     out = []
     for lay in layouts:
         if lay.n_blocks > 0:

@@ -18,9 +18,9 @@ from .kernels import EXACT_STEPS_BELOW, step_ratio, step_ratio_coefficients, sum
 
 # the kernel's scalar helpers, as plain Python (their step-size accuracy is
 # tested against exact powers separately)
-_step_ratio = step_ratio.py_func
-_coefficients = step_ratio_coefficients.py_func
-_sum_of_squares = sum_of_squares.py_func
+_step_ratio = getattr(step_ratio, "py_func", step_ratio)  # (NUMBA_DISABLE_JIT=1: no dispatcher)
+_coefficients = getattr(step_ratio_coefficients, "py_func", step_ratio_coefficients)
+_sum_of_squares = getattr(sum_of_squares, "py_func", sum_of_squares)
 
 
 def _step_size(i: int, pow2: int, eta: float, c: float, gamma: float, ratio) -> float:

@@ -37,6 +37,10 @@ from ..engine.config import Config, Key, Setting
 from ..engine.rng import replication_generator
 
 
+#: Default cost of one unit of :meth:`Study.steps` (seconds), for studies that give no model of their own.
+STEP_SECONDS = 50e-9
+
+
 class Study(ABC):
     """Base class of the studies; subclasses are registered in :data:`ldpsim.studies.STUDIES`."""
 
@@ -112,6 +116,16 @@ class Study(ABC):
     @abstractmethod
     def steps(self, setting: Setting) -> int:
         """The cost of one replication in SGD steps (chunk sizes and the progress bar count these)."""
+
+    def seconds(self, setting: Setting, options: dict) -> float:
+        """Estimated compute seconds of one replication (the run-time check before any work).
+
+        From :meth:`steps` and a per-step cost measured with
+        ``scripts/bench.py``; studies whose step costs depend on their keys
+        (dimension, batch size) override it. An order of magnitude is what
+        it needs to be right to: it refuses runs of years, not of hours.
+        """
+        return STEP_SECONDS * self.steps(setting)
 
     def warm_up(self, config: Config) -> None:
         """Compile (or load from the cache) the kernels once, before workers start."""
@@ -220,4 +234,4 @@ def title_of(meta: dict, keys) -> str | None:
     return f"{meta.get('name', 'run')}: {fixed}, reps = {values.get('reps', '?')}"
 
 
-__all__ = ["Study", "stack", "title_of"]
+__all__ = ["STEP_SECONDS", "Study", "stack", "title_of"]

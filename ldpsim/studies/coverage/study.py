@@ -31,8 +31,8 @@ from ...inference.streaming import StreamLayout, floor_power
 from ...models import MODELS, build_model
 from ...recursion import run_path
 from ...recursion.kernels import run_paths
-from ...recursion.keys import (GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seed_key, path_values,
-                               validate_path)
+from ...recursion.keys import (GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seconds, path_seed_key,
+                               path_values, validate_path)
 from ...recursion.twins import path_twin
 from ...reporting.csvio import write_csv  # noqa: F401  (re-exported for scripts)
 from ..base import Study, stack
@@ -163,6 +163,9 @@ class CoverageStudy(Study):
 
     def steps(self, setting):
         return setting.n
+
+    def seconds(self, setting, options):
+        return path_seconds(setting)
 
     def warm_up(self, config):
         # the kernels are specialised on one observation a step or several

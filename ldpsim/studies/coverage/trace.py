@@ -48,7 +48,9 @@ from pathlib import Path
 import numpy as np
 
 from ...engine import config as cfg
+from ...engine import interrupt
 from ...engine.errors import MissingExtra
+from ...engine.interrupt import POLL_MASK, stop_requested
 from ...engine.jit import jit
 from ...engine.resources import FLOAT, check_memory
 from ...inference import intervals as inference
@@ -233,7 +235,7 @@ class TraceLayout:
 
 @jit
 def _trace_path(params, stream, n, c, gamma, theta0, checkpoints, ends, offsets, sums, acc, cursor,
-                theta_bar, sn_v):
+                theta_bar, sn_v, stop_flag):
     # Streams r = 2q, 2q + 1 belong to checkpoint q. Between two consecutive
     # ends of any stream (an "event"), the iterates fall in one block or batch
     # of every stream, so they are summed once, into ``seg``, and ``seg`` is
@@ -298,6 +300,9 @@ def _trace_path(params, stream, n, c, gamma, theta0, checkpoints, ends, offsets,
             sn_v[first] = v
             first += 1
             next_ck = checkpoints[first] if first < n_ck else n + 1
+        if i & POLL_MASK == 0 and stop_requested(stop_flag):  # Ctrl-C (ldpsim.engine.interrupt)
+            release_rng(stream, gen)
+            return i
     release_rng(stream, gen)
     return n
 
@@ -377,7 +382,9 @@ def run_trace(model, gen: np.random.Generator, c: float, gamma: float, theta0: f
     steps = _trace_path(
         model.kernel_params(), kernel_rng(gen), n, float(c), float(gamma), float(theta0), ks, layout.ends,
         layout.offsets, sums, np.zeros(n_streams), np.zeros(n_streams, dtype=np.int64), theta_bar, sn_v,
+        interrupt.FLAG,
     )
+    interrupt.check()  # a path stopped by Ctrl-C is no result
     return Trace(layout, theta_bar, sn_v, sums, int(steps))
 
 

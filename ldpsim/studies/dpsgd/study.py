@@ -39,7 +39,7 @@ from ..coverage.study import MANY_BATCHES, resolved
 from . import glm
 from .calibration import (DEFAULT_CLIP, DEFAULT_CLIP_HESSIAN, DEFAULT_METHODS, DIM, METHODS, calibrate,
                           dpgd_noise_sd, noise_problem, output_columns, path_target, undefined_methods)
-from .kernel import draw_data, draw_data_twin, run_dpgd, run_dpgd_twin, run_dpsgd, run_dpsgd_twin
+from .kernel import draw_data, draw_data_twin, replication_seconds, run_dpgd, run_dpgd_twin, run_dpsgd, run_dpsgd_twin
 
 #: Doubles one replication holds per data point at its peak (measured with tracemalloc: 18 at d = 3): the
 #: sample (X, y, ||x||, the permutation) and the full-sample fits' and clipped moments' temporaries.
@@ -260,6 +260,10 @@ class DpsgdStudy(Study):
 
     def steps(self, setting):
         return floor_power(setting.n, setting.kappa)
+
+    def seconds(self, setting, options):
+        dpgd = sum(t2 for method, t2 in output_columns(options) if method == "DPGD")
+        return replication_seconds(setting.n, DIM, self.steps(setting), setting.batch_size, dpgd)
 
     def warm_up(self, config):
         gen = as_generator(0)

@@ -25,9 +25,9 @@ from ...reporting.stats import mean_se
 from .accounting import lap_privacy, lemma1_check, sparse_privacy, theorem_range
 from .common import (
     BATCH_KEY, DELTA_KEY, MODEL_KEYS, N_KEY, NODES_KEY, ORACLES, SPARSE_KEYS, UPDATE_KEYS, budget_key, SagdStudy,
-    build_model, check_accounting, check_eta, check_steps, checked_model, count_or, data_memory, data_seed_key,
-    ListKey, model_values, n_batches, path_params, pooled_frequency, resolve_budget, shown_keys, theorem_value,
-    validate_batches)
+    build_model, check_accounting, check_eta, check_steps, checked_model, count_or, data_memory, data_seconds,
+    data_seed_key, ListKey, model_values, n_batches, path_params, path_seconds, pooled_frequency, resolve_budget,
+    shown_keys, theorem_value, validate_batches)
 from .figures import concentration_figure
 from .kernel import DIVERGED, MIN_G2, PAID, STEPS, SUM_G2, replicate_paths
 from .tables import render_concentration
@@ -157,13 +157,23 @@ class ConcentrationStudy(SagdStudy):
         if not row["theorem_ok"]:
             used = "T" if s.oracle == "lap" else "C_s"
             value = row["T"] if s.oracle == "lap" else row["budget"]
-            return [("theorem", f"{used} = {value} is outside {row['theorem'].split(' (')[0]}'s range "
-                                f"[{row['range_lo']:.4g}, {row['range_hi']:.4g}] at sigma = {s.sigma}, n = {s.n}, "
-                                f"beta = {s.beta}: the bound d beta + d e^-mu is not claimed there")]
+            theorem, lo, hi = row["theorem"].split(" (")[0], row["range_lo"], row["range_hi"]
+            where = f"at sigma = {s.sigma}, n = {s.n}, beta = {s.beta}"
+            if not lo <= hi:  # the theorem allows no T at all here
+                return [("theorem", f"{theorem}'s range of {used} is empty {where} (it would need "
+                                    f"{lo:.4g} <= {used} <= {hi:.4g}): the bound d beta + d e^-mu is not claimed "
+                                    f"for any {used} there")]
+            return [("theorem", f"{used} = {value} is outside {theorem}'s range [{lo:.4g}, {hi:.4g}] {where}: "
+                                "the bound d beta + d e^-mu is not claimed there")]
         return []
 
     def steps(self, setting):
         return setting_T(setting, build_model(setting)) * setting.n
+
+    def seconds(self, s, options):
+        points = s.n // n_batches(s) if s.oracle == "lap" else s.n
+        T = setting_T(s, build_model(s, options["nodes"]))
+        return data_seconds(s.n, s.d) + path_seconds(T, points, s.d, options["nodes"], True)
 
     def warm_up(self, config):
         # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)

@@ -13,6 +13,10 @@ from ...engine.errors import MissingExtra
 from ...reporting.figures import figure_class
 
 
+#: Above this many points in a panel a legend goes to a fixed corner instead of the emptiest place.
+LEGEND_SEARCH_POINTS = 4000
+
+
 def _figure(what: str):
     try:
         return figure_class(what)
@@ -137,7 +141,8 @@ def generalization_figure(out: Path, tables: dict, title: str = "") -> list[str]
         ax.set_ylabel("loss")
         ax.set_title(", ".join(f"{k} = {v}" for k, v in zip(split, ident)) or "all settings", fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, ncol=2)
+        # matplotlib's "best" place searches every point, and warns that it is slow past thousands of them
+        ax.legend(fontsize=7, ncol=2, loc="best" if len(panel) <= LEGEND_SEARCH_POINTS else "upper right")
     if title:
         _suptitle(fig, title + " (bands: +-2 SE of the test loss)", 75 * min(len(panels), 2))
     fig.savefig(out / "generalization.png", dpi=120)

@@ -27,8 +27,8 @@ from ...reporting.stats import mean_se
 from .accounting import lap_privacy, sparse_privacy
 from .common import (
     BATCH_KEY, DELTA_KEY, METHODS, MODEL_KEYS, N_KEY, NODES_KEY, SPARSE_KEYS, UPDATE_KEYS, budget_key, SagdStudy,
-    build_model, check_accounting, check_eta, check_steps, checked_model, data_memory, data_seed_key,
-    model_values, n_batches, path_params, positive_or, resolve_budget, shown_keys, theorem_value,
+    build_model, check_accounting, check_eta, check_steps, checked_model, data_memory, data_seconds, data_seed_key,
+    model_values, n_batches, path_params, path_seconds, positive_or, resolve_budget, shown_keys, theorem_value,
     validate_batches, with_default)
 from .figures import generalization_figure
 from .kernel import DIVERGED, LAP, PAID, SPARSE, replicate_paths
@@ -119,6 +119,15 @@ class GeneralizationStudy(SagdStudy):
 
     def steps(self, setting):
         return setting.epochs * setting.n
+
+    def seconds(self, s, options):
+        batches = n_batches(s)
+        per_method = path_seconds(s.epochs * batches, s.n // batches, s.d, options["nodes"], False)
+        sparse = path_seconds(s.epochs * batches, s.n, s.d, options["nodes"], False)  # reads all of S a step
+        losses = len(checkpoint_epochs(s.epochs, options["checkpoints"])) * (
+            data_seconds(s.n, s.d) + path_seconds(1, 0, s.d, options["nodes"], True))
+        return data_seconds(s.n, s.d) + sum((sparse if m == "sagd_sparse" else per_method) + losses
+                                            for m in options["methods"])
 
     def warm_up(self, config):
         # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)

@@ -51,6 +51,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...engine import interrupt
+from ...engine.interrupt import poll_mask, stop_requested
 from ...engine.jit import jit
 from ...engine.rng import kernel_rng, local_rng, release_rng
 from ...models.erm import draw_sample, dual, empirical_gradient, empirical_loss, laplace, population_gradient, \
@@ -120,12 +122,14 @@ def draw_data(model, stream, X, y):
 
 
 @jit
-def run_path(model, stream, X, y, run, w, work, mu, exceed, stats, ck, train, test):
+def run_path(model, stream, X, y, run, w, work, mu, exceed, stats, ck, train, test, stop, mask):
     """One path of ``run.T`` steps from ``w`` (updated in place); see the module docstring.
 
     ``work`` is a zeroed ``(6, d)`` scratch array (gradients, moments);
     ``exceed`` (int64, ``2 M + 1``), ``stats`` (``N_STATS``), ``train`` and
     ``test`` (``len(ck)``) are filled. Returns the number of steps done.
+    Stops early when ``stop`` (:data:`ldpsim.engine.interrupt.FLAG`) is set,
+    looking at steps ``t`` with ``t & mask == 0``.
     """
     gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
     n, d = X.shape
@@ -151,6 +155,8 @@ def run_path(model, stream, X, y, run, w, work, mu, exceed, stats, ck, train, te
     for t in range(1, run.T + 1):
         if run.method == SPARSE and remaining == 0:
             break  # the budget is spent: Thresholdout answers no more queries
+        if t & mask == 0 and stop_requested(stop):  # Ctrl-C (ldpsim.engine.interrupt)
+            break
         if run.n_batches == 1:
             lo, hi = 0, n
         else:
@@ -226,8 +232,11 @@ def run_path(model, stream, X, y, run, w, work, mu, exceed, stats, ck, train, te
     return steps
 
 
-def path_twin(model, gen, X, y, run, w, work, mu, exceed, stats, ck, train, test):
-    """Plain-Python twin of :func:`run_path`: the same arithmetic, the same draws in the same order."""
+def path_twin(model, gen, X, y, run, w, work, mu, exceed, stats, ck, train, test, stop=None, mask=0):
+    """Plain-Python twin of :func:`run_path`: the same arithmetic, the same draws in the same order.
+
+    (``stop`` and ``mask`` are the kernel's; Python code stops on Ctrl-C by itself.)
+    """
     n, d = X.shape
     g_hat, g_hat2, g_pop, g_tilde, v, m = work[0], work[1], work[2], work[3], work[4], work[5]
     n_mu = mu.shape[0]
@@ -355,7 +364,7 @@ def replicate_paths(model, gen: np.random.Generator, n: int, runs, w0: float, mu
     ck = np.asarray(ck, dtype=np.int64)
     X, y = np.empty((n, d)), np.empty(n)
     rng = gen if twin else kernel_rng(gen)
-    (draw_data.py_func if twin else draw_data)(params, rng, X, y)
+    (getattr(draw_data, "py_func", draw_data) if twin else draw_data)(params, rng, X, y)
     path = path_twin if twin else run_path
     results = []
     for run in runs:
@@ -363,7 +372,10 @@ def replicate_paths(model, gen: np.random.Generator, n: int, runs, w0: float, mu
         exceed = np.zeros(2 * mu.shape[0] + 1, dtype=np.int64)
         stats = np.zeros(N_STATS)
         train, test = np.full(ck.shape[0], np.nan), np.full(ck.shape[0], np.nan)
-        path(params, rng, X, y, run, w, np.zeros((6, d)), mu, exceed, stats, ck, train, test)
+        points = n if run.method == SPARSE else n // run.n_batches  # what a step reads
+        path(params, rng, X, y, run, w, np.zeros((6, d)), mu, exceed, stats, ck, train, test, interrupt.FLAG,
+             poll_mask(points * d))
+        interrupt.check()  # a path stopped by Ctrl-C is no result
         results.append(PathResult(exceed, stats, train, test, w))
     return results
 

@@ -30,8 +30,8 @@ from ..trajectory.summary import rate_row
 from .accounting import lap_privacy, sparse_privacy
 from .common import (
     DELTA_KEY, MODEL_KEYS, N_KEY, NODES_KEY, ORACLES, SPARSE_KEYS, UPDATE_KEYS, budget_key, SagdStudy,
-    build_model, check_accounting, check_eta, check_steps, checked_model, data_memory, data_seed_key,
-    model_values, path_params, resolve_budget, shown_keys, with_default)
+    build_model, check_accounting, check_eta, check_steps, checked_model, data_memory, data_seconds, data_seed_key,
+    model_values, path_params, path_seconds, resolve_budget, shown_keys, with_default)
 from .figures import rate_figure
 from .kernel import DIVERGED, MIN_G2, PAID, STEPS, SUM_G2, replicate_paths
 from .tables import render_rate
@@ -42,7 +42,9 @@ ESTIMATORS = ("min", "mean")
 
 RATE_KEYS = MODEL_KEYS + (
     Key("oracle", "choice", "lap", choices=tuple(ORACLES), help="gradient oracle: lap (Theorem 2), sparse (Theorem 4)"),
-    Key("T_factor", "float", 1.0, range=Range("(0, inf)"), help="T = T_factor x the theorem's T"),
+    # the theorem's own T is below one step at any n a run can reach (0.004 at n = 1e3): 3e4 as in
+    # configs/sagd_rate.yaml gives 112 ... 1493 steps from n = 1e3 to 1e5
+    Key("T_factor", "float", 3e4, range=Range("(0, inf)"), help="T = T_factor x the theorem's T (at least 2 steps)"),
     budget_key("T"),
 ) + SPARSE_KEYS + UPDATE_KEYS + (DELTA_KEY, with_default(N_KEY, [1000, 10000, 100000]),
                                  Key("fit_decades", "float", math.inf, grid=False, range=Range("(0, inf]"),
@@ -109,6 +111,10 @@ class RateStudy(SagdStudy):
         check_steps("T_factor", s.T_factor, max(1.0, math.ceil(scaled) if math.isfinite(scaled) else scaled), s.n,
                     "T = T_factor x the theorem's T")
         sigma, T = schedule(s, model)
+        if T < 2:  # a minimum over one step is the start's gradient: a slope of 0 that says nothing
+            raise ConfigError(f"T_factor = {show(s.T_factor)} gives T = ceil(T_factor x {theorem_T(s, model):.3g}) = "
+                              f"{T} step at n = {s.n}: the minimum over a path needs T >= 2; raise T_factor "
+                              f"(at least {2.0 / theorem_T(s, model):.3g} here; configs/sagd_rate.yaml uses 3e4)")
         budget = 0
         if s.oracle == "sparse":
             budget = resolve_budget(s.budget, s.n, sigma, model.g1, T)  # sigma = n^-1/3: no overflow
@@ -125,6 +131,10 @@ class RateStudy(SagdStudy):
 
     def steps(self, setting):
         return schedule(setting, build_model(setting))[1] * setting.n
+
+    def seconds(self, s, options):
+        T = schedule(s, build_model(s, options["nodes"]))[1]
+        return data_seconds(s.n, s.d) + path_seconds(T, s.n, s.d, options["nodes"], True)
 
     def warm_up(self, config):
         # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)

@@ -123,7 +123,8 @@ def render_concentration(tables: dict, title: str | None = None) -> str:
         for p in privacy:
             used = p["T"] if p["oracle"] == "lap" else p["budget"]
             body.append([p[k] for k in pkeys] + [p["oracle"], p["sigma"], p["theorem"], _num(used),
-                                                 f"[{_num(p['range_lo'])}, {_num(p['range_hi'])}]",
+                                                 f"[{_num(p['range_lo'])}, {_num(p['range_hi'])}]"
+                                                 + (" (empty)" if p["range_lo"] > p["range_hi"] else ""),
                                                  _num(p["theorem_ok"]), _num(p["tau"]), _num(p["delta_star"]),
                                                  _num(p["epsilon_star"]), _num(p["epsilon_max"]),
                                                  f"{_num(p['n_protected'])} vs {_num(p['n_min'])}",

@@ -84,6 +84,22 @@ def write_figure(out: Path, tables: dict[str, list[dict]], title: str = "", pane
     return written
 
 
+def _loggable(values) -> bool:
+    """Whether a series has a value a log axis can show (positive and finite)."""
+    values = np.asarray(values, dtype=float)
+    return bool((np.isfinite(values) & (values > 0)).any())
+
+
+def _log_axes(ax, drawn: bool) -> None:
+    """Log-log axes; a panel with nothing to show (every replication failed) says so on linear ones."""
+    if drawn:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    else:  # matplotlib cannot log-scale axes of NaN
+        ax.text(0.5, 0.5, "no replication gave numbers\n(n_failed in summary.csv)", transform=ax.transAxes,
+                ha="center", va="center", fontsize=8)
+
+
 def _draw_settings(Figure, path, rows, rates, keys, metric, title):
     """A panel per setting, both estimators, theory (dashed) and linearized (dotted) lines."""
     groups: dict[tuple, list[dict]] = {}
@@ -95,11 +111,13 @@ def _draw_settings(Figure, path, rows, rates, keys, metric, title):
     fig = Figure(figsize=(4.4 * cols, 3.6 * nrows + 0.5), layout="constrained")
     axes = np.atleast_1d(fig.subplots(nrows, cols, squeeze=False)).ravel()
     for ax, (ident, panel) in zip(axes, groups.items()):
+        drawn = False
         for estimator in ("last", "average"):
             pts = sorted((r for r in panel if r["estimator"] == estimator), key=lambda r: r["k"])
             if not pts:
                 continue
             k, m, se = _series(pts, "k"), _series(pts, "distance"), _series(pts, "distance_se")
+            drawn |= _loggable(m)
             colour = _COLOURS[estimator]
             rate = next((r for r in rates if r["estimator"] == estimator
                          and tuple(r[c] for c in keys) == ident), None)
@@ -110,23 +128,23 @@ def _draw_settings(Figure, path, rows, rates, keys, metric, title):
             lo = np.where(m - 2 * se > 0, m - 2 * se, np.nan)
             ax.fill_between(k, lo, m + 2 * se, color=colour, alpha=0.2, linewidth=0)
             lin = _series(pts, "linearized")
-            if np.isfinite(lin).any():
+            if _loggable(lin) and drawn:
                 ax.plot(k, lin, color=colour, linestyle=":", linewidth=1.0, label="linearized recursion")
             trans = _series(pts, "transient")
-            if np.isfinite(trans).any():
+            if _loggable(trans) and drawn:
                 ax.plot(k, trans, color=colour, linestyle="-.", linewidth=0.8, alpha=0.7, label="noise-free path")
             theory = rate.get("theory") if rate is not None else None
             if _finite(theory) and np.isfinite(m[-1]):
                 window = k >= rate["k_from"]
                 ax.plot(k[window], m[-1] * (k[window] / k[-1]) ** theory, color=colour, linestyle="--",
                         linewidth=1.0, label=f"theory k^{theory:.3g}")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        _log_axes(ax, drawn)
         ax.set_xlabel("k (steps)")
         ax.set_ylabel(_YLABEL.get(metric, metric))
         ax.set_title(_label(keys, ident), fontsize=8)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=6)
+        if drawn:
+            ax.legend(fontsize=6)
     for ax in axes[count:]:
         ax.set_visible(False)
     if title:
@@ -145,23 +163,24 @@ def _draw_grid(Figure, path, rows, keys, panels, metric, title, curve_keys):
     for col, value in enumerate(values):
         for row, estimator in enumerate(("last", "average")):
             ax = axes[row, col]
+            drawn = False
             for colour, ident in zip(colours, curves):
                 pts = sorted((r for r in rows if r[panels] == value and r["estimator"] == estimator
                               and tuple(r[k] for k in others) == ident), key=lambda r: r["k"])
                 if not pts:
                     continue
                 k, m, se = _series(pts, "k"), _series(pts, "distance"), _series(pts, "distance_se")
+                drawn |= _loggable(m)
                 ax.plot(k, m, color=colour, linewidth=1.2, label=_label(others, ident))
                 lo = np.where(m - 2 * se > 0, m - 2 * se, np.nan)
                 ax.fill_between(k, lo, m + 2 * se, color=colour, alpha=0.15, linewidth=0)
-            ax.set_xscale("log")
-            ax.set_yscale("log")
+            _log_axes(ax, drawn)
             ax.set_xlabel("k (steps)")
             ax.set_ylabel(f"{_LABELS[estimator]}: {_YLABEL.get(metric, metric)}", fontsize=8)
             ax.set_title(f"{panels} = {value:.4g}" if isinstance(value, float) else f"{panels} = {value}",
                          fontsize=9)
             ax.grid(alpha=0.3, which="both")
-            if row == 0 and col == 0:
+            if row == 0 and col == 0 and drawn:
                 ax.legend(fontsize=6)
     if title:
         fig.suptitle(textwrap.fill(title + " (bands: +-2 SE)", 32 * len(values) + 20), fontsize=9)

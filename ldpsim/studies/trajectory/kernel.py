@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...engine import interrupt
+from ...engine.interrupt import POLL_MASK, stop_requested
 from ...engine.jit import jit
 from ...engine.rng import kernel_rng, local_rng, release_rng
 from ...models import add_privatized_gradient, constrain
@@ -34,7 +36,7 @@ from ...recursion.twins import step_sizes_twin
 
 @jit
 def _trajectory_path(params, stream, n, batch_size, c, gamma, theta, theta_star, grad, dev, checkpoints, last,
-                     average):
+                     average, stop):
     # theta starts at theta0; grad and dev are zeroed (d,) work arrays of the wrapper.
     gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
     d = theta.shape[0]
@@ -72,6 +74,9 @@ def _trajectory_path(params, stream, n, batch_size, c, gamma, theta, theta_star,
                 average[q, j] = dev[j] * inv_i
             q += 1
             next_ck = checkpoints[q] if q < n_ck else n + 1
+        if i & POLL_MASK == 0 and stop_requested(stop):  # Ctrl-C (ldpsim.engine.interrupt)
+            release_rng(stream, gen)
+            return i
     release_rng(stream, gen)
     return n
 
@@ -112,7 +117,8 @@ def run_trajectory(model, gen: np.random.Generator, n: int, c: float, gamma: flo
     average = np.full((checkpoints.shape[0], d), np.nan)
     steps = _trajectory_path(model.kernel_params(), kernel_rng(gen), int(n), int(batch_size), float(c),
                              float(gamma), theta, np.asarray(model.theta_star(), dtype=float), work[0], work[1],
-                             np.asarray(checkpoints, dtype=np.int64), last, average)
+                             np.asarray(checkpoints, dtype=np.int64), last, average, interrupt.FLAG)
+    interrupt.check()  # a path stopped by Ctrl-C is no result
     if steps < n:  # checkpoints passed before the divergence was seen may already be far off
         last[:] = np.nan
         average[:] = np.nan

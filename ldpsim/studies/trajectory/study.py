@@ -32,8 +32,8 @@ from ...engine.config import ConfigError, Key, Range, check_range
 from ...engine.rng import as_generator
 from ...inference.streaming import checkpoint_grid
 from ...models import MODELS, build_model
-from ...recursion.keys import GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seed_key, path_values, \
-    validate_path
+from ...recursion.keys import GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seconds, path_seed_key, \
+    path_values, validate_path
 from ...reporting.stats import mean_se
 from ..base import Study
 from .kernel import replication, run_trajectory, squared_norms
@@ -155,6 +155,9 @@ class TrajectoryStudy(Study):
 
     def steps(self, setting):
         return setting.n
+
+    def seconds(self, setting, options):
+        return path_seconds(setting)
 
     def warm_up(self, config):
         for setting, model in self.distinct_kernels(config, build_model):

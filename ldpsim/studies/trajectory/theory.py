@@ -207,6 +207,15 @@ def linearized_curves(model, setting, checkpoints, metrics) -> dict | None:
     return {(metric, est): fit[est] @ weights[metric] for metric in metrics for est in ("last", "average")}
 
 
+#: Most evaluations of the mean gradient :func:`mean_field` spends on the noise-free path (the shi_* runs need
+#: 620-650; each costs a quadrature, 0.1-5 ms).
+MEAN_FIELD_CALLS = 20_000
+
+
+class _Abandoned(Exception):
+    """The noise-free path cannot be computed (a gradient that overflows) or costs too much."""
+
+
 def mean_field(model, setting, checkpoints) -> dict | None:
     """The noise-free path: ``dtheta / dtau = -g(theta)``, ``tau_i = eta_1 + ... + eta_i``, from ``theta0``.
 
@@ -223,7 +232,9 @@ def mean_field(model, setting, checkpoints) -> dict | None:
     dict or None
         ``last``, ``average``: ``(C, p)`` deviations from ``theta*`` of the
         path and of its running mean at the checkpoints; ``None`` for models
-        without a mean gradient.
+        without a mean gradient, and where the path cannot be computed (a
+        gradient that overflows) or needs more than :data:`MEAN_FIELD_CALLS`
+        evaluations of it.
     """
     from scipy.integrate import solve_ivp
 
@@ -245,14 +256,24 @@ def mean_field(model, setting, checkpoints) -> dict | None:
     for lo in range(0, n, slab):
         tau_n = taus(lo, min(lo + slab, n), tau_n)[-1]
 
+    calls = [0]
+
     def rhs(_, theta):
         theta = theta.copy()
         constrain(params, theta)
-        return -np.asarray(gradient(theta))
+        value = -np.asarray(gradient(theta))
+        calls[0] += 1
+        # a gradient that overflows (theta0 = 1e300) would make RK45 shrink its step forever; a path that needs
+        # more evaluations than this is not worth the minutes: the columns it serves stay blank
+        if not np.isfinite(value).all() or calls[0] > MEAN_FIELD_CALLS:
+            raise _Abandoned
+        return value
 
     try:
-        sol = solve_ivp(rhs, (0.0, float(tau_n)), theta0, method="RK45", rtol=1e-9, atol=1e-12, dense_output=True)
-    except NotImplementedError:
+        with np.errstate(all="ignore"):
+            sol = solve_ivp(rhs, (0.0, float(tau_n)), theta0, method="RK45", rtol=1e-9, atol=1e-12,
+                            dense_output=True)
+    except (NotImplementedError, _Abandoned):
         return None
     if not sol.success:
         return None

@@ -1,0 +1,606 @@
+"""Issue 18, parts 3 and 5: resumed runs report honestly; runs that cannot be stopped or never end; the hostile
+inputs of this round (and the hunt's own). Each input ends in a result, or in one line ``ldpsim: error: ...``
+(exit status 2; the API raises ConfigError) before any work: no traceback, no hang, nothing lost.
+
+No timing is asserted: stopping is checked by a kernel returning at all (a guard of minutes against a run of
+hours), compute times by a clock the test controls.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+import ldpsim
+from ldpsim.cli import main
+from ldpsim.engine import chunks as store
+from ldpsim.engine import interrupt
+from ldpsim.engine.rng import as_generator
+
+ROOT = Path(__file__).parents[1]
+
+#: A tiny coverage run of 120 replications: three chunks of 50, 50 and 20 (the chunk size caps at 50).
+SMALL = {"model": "mean", "n": 20000, "reps": 120, "seed": 3}
+
+
+def cli(capsys, *args):
+    """``python -m ldpsim ARGS`` in this process, warnings printed as the CLI prints them: (status, out, err)."""
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # a raw (non-ldpsim) warning line then fails the checks
+        status = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert all(line.startswith("ldpsim: ") for line in err.splitlines()), err
+    return status, out, err
+
+
+def one_line_error(status, err, *fragments):
+    lines = [line for line in err.strip().splitlines() if not line.startswith("ldpsim: warning: ")]
+    assert status == 2, err
+    assert len(lines) == 1 and lines[0].startswith("ldpsim: error: "), err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+def write(tmp_path, mapping, name="c.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(mapping, sort_keys=False))
+    return path
+
+
+def api_run(mapping, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ldpsim.ConfigWarning)
+        return ldpsim.run(mapping, n_jobs=kw.pop("n_jobs", 1), progress=kw.pop("progress", False), **kw)
+
+
+def no_work(monkeypatch):
+    """Make the simulation fail the test if it starts."""
+    monkeypatch.setattr("ldpsim.api.simulate", lambda *a, **k: pytest.fail("the simulation started"))
+
+
+# --- part 3: resumed runs report honestly ------------------------------------------------------------------
+
+
+class FakeClock:
+    """A clock that advances one second a reading: every task's compute time is exactly one second."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        self.now += 0.5
+        return self.now
+
+
+def test_a_resumed_run_states_the_compute_time_of_every_chunk(tmp_path, monkeypatch):
+    monkeypatch.setattr("ldpsim.engine.driver.clock", FakeClock())
+    whole = api_run(SMALL, out=tmp_path / "whole")
+    assert whole.meta["chunks"] == 3 and whole.meta["compute_time_s"] == 1.5  # 3 chunks, 0.5 s each
+
+    saves, real_save = [], store.save_chunk
+
+    def interrupted_after_two(path, arrays, seconds=math.nan):
+        if len(saves) == 2:
+            raise KeyboardInterrupt
+        saves.append(path)
+        real_save(path, arrays, seconds)
+
+    monkeypatch.setattr("ldpsim.engine.driver.store.save_chunk", interrupted_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        api_run(SMALL, out=tmp_path / "part")
+    meta = json.loads((tmp_path / "part" / "meta.json").read_text())
+    assert meta["status"] == "interrupted" and meta["invocations"][0]["chunks_computed"] == 2
+    monkeypatch.setattr("ldpsim.engine.driver.store.save_chunk", real_save)
+
+    resumed = api_run(SMALL, out=tmp_path / "part", resume=True)
+    meta = resumed.meta
+    # the acceptance: within 10% of the uninterrupted run's (here exactly: the same chunks, the same clock)
+    assert abs(meta["compute_time_s"] - whole.meta["compute_time_s"]) <= 0.1 * whole.meta["compute_time_s"]
+    assert meta["compute_time_s"] == 1.5
+    first, second = meta["invocations"]
+    assert (first["status"], first["chunks_computed"], first["chunks_reused"]) == ("interrupted", 2, 0)
+    assert (second["status"], second["chunks_computed"], second["chunks_reused"]) == ("complete", 1, 2)
+    assert second["compute_time_s"] == 0.5 and meta["chunks_reused"] == 2
+    assert meta["wall_time_s"] == pytest.approx(first["wall_time_s"] + second["wall_time_s"], abs=2e-3)
+    assert (tmp_path / "part" / "summary.csv").read_bytes() == (tmp_path / "whole" / "summary.csv").read_bytes()
+
+
+def test_compute_time_is_the_sum_of_the_seconds_saved_with_the_chunks(tmp_path):
+    api_run(SMALL, out=tmp_path)
+    seconds = [store.read_chunk(p)[2] for p in sorted((tmp_path / "chunks").glob("*.npz"))]
+    assert len(seconds) == 3 and all(s >= 0 for s in seconds)
+    resumed = api_run(SMALL, out=tmp_path, resume=True)  # everything reused: nothing computed now
+    assert resumed.meta["compute_time_s"] == round(math.fsum(seconds), 3)
+    assert resumed.meta["invocations"][-1]["chunks_computed"] == 0
+    assert len(resumed.meta["invocations"]) == 2
+
+
+def test_a_killed_invocation_is_named_and_a_rerun_without_resume_starts_afresh(tmp_path):
+    api_run(SMALL, out=tmp_path)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    meta["invocations"].append({"started_utc": "x", "status": "running"})  # as a kill -9 leaves it
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    statuses = [i["status"] for i in api_run(SMALL, out=tmp_path, resume=True).meta["invocations"]]
+    assert statuses == ["complete", "ended unrecorded (killed?)", "complete"]
+    assert len(api_run(SMALL, out=tmp_path).meta["invocations"]) == 1  # recomputed: the earlier work is not this
+
+
+@pytest.mark.parametrize("invocations", ["garbage", [1, None, {"wall_time_s": "a"}], [{"wall_time_s": 1e308}] * 2])
+def test_a_damaged_record_of_invocations_is_read_without_trouble(tmp_path, invocations):
+    api_run(SMALL, out=tmp_path)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    meta["invocations"] = invocations
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    result = api_run(SMALL, out=tmp_path, resume=True)
+    assert math.isfinite(result.meta["wall_time_s"]) and result.meta["wall_time_s"] < 1e6
+
+
+def _rewrite(path, change):
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    change(arrays)
+    with open(path, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def test_a_chunk_whose_numbers_were_altered_is_recomputed(tmp_path, capsys):
+    config = write(tmp_path, SMALL)
+    status, _, _ = cli(capsys, "run", config, "--out", tmp_path / "o", "--quiet", "--n-jobs", "1")
+    before = (tmp_path / "o" / "summary.csv").read_bytes()
+    chunk = sorted((tmp_path / "o" / "chunks").glob("*.npz"))[0]
+
+    def tamper(arrays):  # same arrays, same shapes, same name: other numbers
+        arrays["bounds"] = arrays["bounds"] * 30.0
+
+    _rewrite(chunk, tamper)
+    status, _, err = cli(capsys, "run", config, "--out", tmp_path / "o", "--quiet", "--n-jobs", "1", "--resume")
+    assert status == 0
+    assert f"chunk {chunk.name} fails its checksum (its numbers changed after it was saved): moved to " \
+           "chunks/damaged/, its replications are recomputed" in err
+    assert (tmp_path / "o" / "summary.csv").read_bytes() == before
+
+
+@pytest.mark.parametrize("seconds", [np.float64(-50.0), np.array(["x"]), np.float64(1e300)])
+def test_a_chunk_with_impossible_compute_seconds_reports_them_unknown(tmp_path, seconds):
+    api_run(SMALL, out=tmp_path)
+    chunk = sorted((tmp_path / "chunks").glob("*.npz"))[0]
+    _rewrite(chunk, lambda arrays: arrays.update({store.SECONDS: seconds}))
+    result = api_run(SMALL, out=tmp_path, resume=True)
+    assert result.meta["chunks_reused"] == 3 and result.meta["compute_time_s"] is None  # not a negative time
+
+
+def test_a_chunk_without_a_checksum_is_recomputed(tmp_path):
+    api_run(SMALL, out=tmp_path)
+    chunk = sorted((tmp_path / "chunks").glob("*.npz"))[0]
+    _rewrite(chunk, lambda arrays: arrays.pop(store.CHECKSUM))
+    lines = []
+    result = api_run(SMALL, out=tmp_path, resume=True, log=lines.append)
+    assert any("has no checksum" in line for line in lines) and result.meta["chunks_reused"] == 2
+
+
+# --- runs that never end -------------------------------------------------------------------------------------
+
+
+LONG = [
+    ("dpsgd", {"study": "dpsgd", "n": 200000, "kappa": 3}, "one replication alone takes"),
+    ("sagd_concentration", {"study": "sagd_concentration", "T": 4e13, "n": 200, "oracle": "lap", "batch_size": 1,
+                            "nodes": 8}, "years"),
+    ("coverage", {"model": "quantile", "n": 1e13, "reps": 500}, "years"),
+    ("trajectory", {"study": "trajectory", "model": "huber_mallows", "dim": 200, "n": 1e12, "reps": 100}, "years"),
+]
+
+
+@pytest.mark.parametrize("study,mapping,fragment", LONG, ids=[s for s, _, _ in LONG])
+def test_a_run_of_years_is_refused_with_its_estimate(tmp_path, capsys, monkeypatch, study, mapping, fragment):
+    no_work(monkeypatch)
+    status, _, err = cli(capsys, "run", write(tmp_path, mapping), "--out", tmp_path / "o", "--quiet")
+    one_line_error(status, err, "this run would take about", fragment, "more than the limit of 7 days",
+                   "--allow-long")
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(ldpsim.ConfigError, match="this run would take about"):
+        api_run(mapping)
+
+
+def test_allow_long_lets_a_long_run_start(tmp_path, capsys, monkeypatch):
+    started = []
+
+    def stop_here(*args, **kwargs):
+        started.append(True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("ldpsim.api.simulate", stop_here)
+    config = write(tmp_path, LONG[0][1])
+    status, _, err = cli(capsys, "run", config, "--out", tmp_path / "o", "--quiet", "--allow-long")
+    assert status == 130 and started
+    with pytest.raises(KeyboardInterrupt):
+        api_run(LONG[0][1], allow_long=True)
+    with pytest.raises(ldpsim.ConfigError, match="allow_long = 'yes' is not True or False"):
+        api_run(LONG[0][1], allow_long="yes")
+    status, _, err = cli(capsys, "run", config, "--set", "allow_long=true")
+    one_line_error(status, err, "allow_long is not a config key; run takes it as --allow-long")
+
+
+def test_a_trace_of_years_is_refused(tmp_path, capsys):
+    status, _, err = cli(capsys, "trace", ROOT / "configs" / "trace_quantile.yaml", "--n", "1e15", "--out",
+                         tmp_path / "o")
+    one_line_error(status, err, "would take about", "--allow-long")
+    assert not (tmp_path / "o").exists()
+
+
+# --- kernels stop when asked ---------------------------------------------------------------------------------
+
+
+def _online(model="huber_mallows", **keys):
+    from ldpsim.models import build_model
+
+    return build_model(_setting(model, **keys))
+
+
+def _setting(model="huber_mallows", **keys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ldpsim.ConfigWarning)
+        config = ldpsim.load_config({"study": "trajectory", "model": model, "n": 1000, "reps": 1, **keys})
+    return config.settings[0]
+
+
+def _kernels():
+    """Calls of every path kernel that would take hours (1e12 steps) if it did not stop."""
+    from ldpsim.inference.streaming import StreamLayout
+    from ldpsim.models import QuantileModel, QuantileRegressionModel
+    from ldpsim.models.erm import ErmModel
+    from ldpsim.recursion.kernels import run_path
+    from ldpsim.studies.coverage.trace import TraceLayout, run_trace
+    from ldpsim.studies.dpsgd.kernel import draw_data, run_dpgd, run_dpsgd
+    from ldpsim.studies.sagd.common import path_params
+    from ldpsim.studies.sagd.kernel import LAP, PathParams, replicate_paths
+    from ldpsim.studies.trajectory.kernel import run_trajectory
+
+    n = 10 ** 12
+    layout = StreamLayout.build(n, 0.75, 0.51, blocks=False, batches=False)
+    data = draw_data(as_generator(1), "linear", np.eye(3), 50, 1.0)
+    run = PathParams(LAP, n, 1, 25, 0.01, 0.1, 0.9, 0.9, 1.0, 0.0, n, True)
+    return {
+        "scalar path": lambda: run_path(QuantileModel(0.5, 1.0), as_generator(1), n, 1.0, 0.51, 0.0, layout),
+        "vector path": lambda: run_path(QuantileRegressionModel(0.5, epsilon=1.0), as_generator(1), n, 1.0, 0.51,
+                                        0.0, layout),
+        "trajectory": lambda: run_trajectory(_online(), as_generator(1), n, 0.2, 0.5, 0.0, np.array([10, n])),
+        "trace": lambda: run_trace(QuantileModel(0.5, 1.0), as_generator(1), 1.0, 0.51, 0.0,
+                                   TraceLayout.build(np.array([10, n]), 0.75, 0.51, blocks=False, batches=False)),
+        "dpsgd": lambda: run_dpsgd(as_generator(1), *data[1:], "linear", "swor", n, 1, 0.2, 0.501, 1.0, 0.5, 0.0,
+                                   layout),
+        "dpgd": lambda: run_dpgd(as_generator(1), *data[1:], "linear", 10 ** 9, 0.5, 1.0, 0.1, 0.0),
+        "sagd": lambda: replicate_paths(ErmModel("logistic", 5, nodes=8), as_generator(1), 50, [run], 0.0, [1.0],
+                                        []),
+    }
+
+
+@pytest.mark.parametrize("kernel", sorted(_kernels()))
+def test_every_kernel_stops_when_the_run_is_interrupted(kernel):
+    call = _kernels()[kernel]
+    outcome = []
+
+    def target():
+        try:
+            call()
+            outcome.append("returned")
+        except interrupt.Interrupted:
+            outcome.append("interrupted")
+        except BaseException as exc:  # pragma: no cover - reported below
+            outcome.append(repr(exc))
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.3)  # compiled or not, the stop comes while (or before) the kernel runs
+        interrupt.request_stop()
+        thread.join(300)  # a guard against hours, not a timing
+    finally:
+        interrupt.clear()
+    assert not thread.is_alive() and outcome == ["interrupted"], outcome
+
+
+def test_a_stop_asked_of_an_earlier_run_does_not_stop_the_next(tmp_path):
+    interrupt.request_stop()  # left over (a run interrupted in this process)
+    assert api_run({"model": "mean", "n": 5000, "reps": 3}).meta["n_failed"] == 0
+    assert not interrupt.requested()
+
+
+def _signal_when_running(signum, after=0.3):
+    """Send ``signum`` to this process once a task runs (the kernel holds a worker thread, not the main one)."""
+    def send():
+        deadline = time.monotonic() + 300
+        while interrupt._active == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(after)
+        os.kill(os.getpid(), signum)
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
+
+
+#: A first setting that finishes at once, then one replication of 1e10 steps (minutes) to be interrupted.
+LONG_REPLICATION = {"model": "mean", "n": [2000, 10 ** 10], "reps": 1, "seed": 5}
+
+
+@pytest.mark.parametrize("n_jobs,backend", [(1, "loky"), (2, "threading")])
+def test_sigterm_stops_a_long_replication_and_keeps_the_saved_chunks(tmp_path, capsys, n_jobs, backend):
+    config = write(tmp_path, LONG_REPLICATION)
+    sender = _signal_when_running(signal.SIGTERM)
+    status, _, err = cli(capsys, "run", config, "--out", tmp_path / "o", "--quiet", "--n-jobs", n_jobs,
+                         "--backend", backend)
+    sender.join()
+    assert status == 143 and err.endswith("ldpsim: terminated; finished chunks are saved, rerun with --resume "
+                                          "to continue\n"), err
+    assert interrupt.wait_idle(60) and not interrupt.requested()  # no kernel left running in this process
+    meta = json.loads((tmp_path / "o" / "meta.json").read_text())
+    assert meta["status"] == "interrupted" and meta["invocations"][-1]["status"] == "interrupted"
+    assert len(list((tmp_path / "o" / "chunks").glob("*.npz"))) == meta["invocations"][-1]["chunks_computed"] == 1
+
+
+def test_ctrl_c_in_the_python_api_stops_the_kernel_of_this_process(tmp_path):
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal or a notebook
+    try:
+        sender = _signal_when_running(signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            api_run(LONG_REPLICATION, out=tmp_path / "o")
+        sender.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert interrupt.wait_idle(60) and not interrupt.requested()
+    assert json.loads((tmp_path / "o" / "meta.json").read_text())["status"] == "interrupted"
+
+
+def test_sigterm_stops_a_trace(tmp_path, capsys):
+    sender = _signal_when_running(signal.SIGTERM, after=0.0)
+    # the trace's kernel runs in a task of its own: count it as one
+    original = interrupt.in_worker_thread
+
+    def counted(func, *args, **kwargs):
+        def task(*a, **k):
+            with interrupt.task():
+                return func(*a, **k)
+        return original(task, *args, **kwargs)
+
+    try:
+        interrupt.in_worker_thread = counted
+        status, _, err = cli(capsys, "trace", ROOT / "configs" / "trace_quantile.yaml", "--n", "1e11", "--out",
+                             tmp_path / "o")
+    finally:
+        interrupt.in_worker_thread = original
+    sender.join()
+    assert status == 143 and err == "ldpsim: terminated\n"  # a trace saves nothing to resume
+    assert not (tmp_path / "o").exists()
+
+
+# --- valid inputs that crashed --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim,clip", [(20, 1.0), (200, 1.0), (5, 0.1), (1000, 1.0), (5, 1e-6)])
+def test_the_clipped_limit_of_logistic_clip_is_found(dim, clip):
+    model = _online("logistic_clip", dim=dim, clip=clip, mu="inf")
+    limit = model.limit()
+    # the root of the mean clipped gradient (what solve_root requires of every coordinate)
+    assert np.abs(model.mean_bounded_gradient(limit)).max() < 1e-12
+    assert np.isfinite(limit).all()
+
+
+def test_a_logistic_clip_run_at_dim_20_writes_its_bias_table(tmp_path, capsys):
+    mapping = {"study": "trajectory", "model": "logistic_clip", "dim": 20, "clip": 1, "n": 2000, "reps": 2,
+               "seed": 1, "c": 0.2, "gamma": 0.6}
+    status, _, err = cli(capsys, "run", write(tmp_path, mapping), "--out", tmp_path / "o", "--quiet",
+                         "--n-jobs", "1")
+    assert status == 0 and (tmp_path / "o" / "bias.csv").exists()
+
+
+def test_numpy_integers_and_floats_are_taken_by_the_api():
+    result = api_run({"model": "mean", "n": np.int64(2000), "reps": np.int32(3), "c": np.float32(0.5),
+                      "gamma": np.array([0.6, 0.7]), "seed": np.uint64(9)}, n_jobs=np.int64(1),
+                      progress=np.bool_(False))
+    values = result.config.values
+    assert (values["n"], values["reps"], values["c"], values["gamma"], values["seed"]) == (2000, 3, 0.5,
+                                                                                           [0.6, 0.7], 9)
+    json.dumps(result.meta)  # plain Python numbers, also n_jobs
+    same = api_run({"model": "mean", "n": 2000, "reps": 3, "c": 0.5, "gamma": [0.6, 0.7], "seed": 9})
+    assert result.rows == same.rows
+    with pytest.raises(ldpsim.ConfigError, match=r"n = 2000\.5 is not an integer"):
+        api_run({"model": "mean", "n": np.float32(2000.5)})
+
+
+def test_the_package_imports_and_checks_with_numba_disabled():
+    # how users debug numba code: every command failed at import
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    proc = subprocess.run([sys.executable, "-m", "ldpsim", "check", "configs/quantile.yaml"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_run_with_numba_disabled(tmp_path):
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    config = write(tmp_path, {"model": "mean", "n": 300, "reps": 2, "seed": 1, "methods": ["BM", "SN"]})
+    proc = subprocess.run([sys.executable, "-m", "ldpsim", "run", str(config), "--out", str(tmp_path / "o"),
+                           "--quiet", "--n-jobs", "1"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+
+
+# --- silent nonsense ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("factor", [1, 1e-9])
+def test_sagd_rate_refuses_paths_of_one_step(tmp_path, capsys, monkeypatch, factor):
+    no_work(monkeypatch)
+    status, _, err = cli(capsys, "run", write(tmp_path, {"study": "sagd_rate", "T_factor": factor}), "--out",
+                         tmp_path / "o", "--quiet")
+    one_line_error(status, err, f"T_factor = {float(factor)!r}", "= 1 step at n = 1000", "needs T >= 2",
+                   "raise T_factor")
+
+
+def test_sagd_rate_by_default_runs_paths_of_many_steps():
+    from ldpsim.studies.sagd.common import build_model
+    from ldpsim.studies.sagd.rate import schedule
+
+    config = ldpsim.load_config({"study": "sagd_rate"})
+    assert min(schedule(s, build_model(s))[1] for s in config.settings) >= 100
+
+
+def test_a_budget_law_with_mu_inf_is_refused(tmp_path, capsys, monkeypatch):
+    no_work(monkeypatch)
+    status, _, err = cli(capsys, "run", ROOT / "configs" / "shi_budgets.yaml", "--set", "mu=inf", "--set",
+                         "budget=uniform(1, 2)", "--out", tmp_path / "o", "--quiet")
+    one_line_error(status, err, "budget = uniform(1, 2) draws each user's mu, but mu = inf asks for no privacy")
+
+
+# --- misleading messages --------------------------------------------------------------------------------------
+
+
+def test_a_budget_written_like_a_number_is_one(capsys):
+    warnings.simplefilter("ignore", ldpsim.ConfigWarning)  # (gamma = 0.5; pytest restores the filters)
+    for text in ("1e0", "1.0", "1"):
+        config = ldpsim.load_config(ROOT / "configs" / "shi_budgets.yaml", budget=text)
+        assert {s.mu for s in config.settings} == {1.0} and {s.budget for s in config.settings} == {None}
+    status, _, err = cli(capsys, "check", ROOT / "configs" / "shi_budgets.yaml", "--set", "budget=1e0")
+    assert "not a budget" not in err
+    assert ldpsim.load_config(ROOT / "configs" / "shi_budgets.yaml", budget="inf").settings[0].mechanism is None
+
+
+@pytest.mark.parametrize("value", ["1.0e-310", "1e-200"])
+def test_a_tiny_budget_is_named_as_the_budget(tmp_path, capsys, value):
+    status, _, err = cli(capsys, "run", ROOT / "configs" / "shi_budgets.yaml", "--set", f"budget={value}",
+                         "--out", tmp_path / "o")
+    line = one_line_error(status, err, "budget = ", "is too small", "at least 1e-150")
+    assert "mu =" not in line
+
+
+def test_drawing_a_run_whose_noise_overflows_prints_no_raw_warning(tmp_path, capsys):
+    # a per-user budget from 1e-300: a noise variance of 1e300 on the figure's log axis (matplotlib warned)
+    status, _, err = cli(capsys, "run", ROOT / "configs" / "shi_budgets.yaml", "--reps", "2", "--n", "2000",
+                         "--set", "budget={uniform: [1e-300, 1]}", "--set", "mu=1", "--out", tmp_path / "o",
+                         "--quiet", "--n-jobs", "1")
+    assert status == 0  # and cli() checked that every stderr line is ldpsim's
+
+
+def test_a_generalization_figure_of_many_checkpoints_draws_without_warnings(tmp_path):
+    from ldpsim.studies.sagd.figures import generalization_figure
+
+    epochs = np.arange(0, 100001, 5)  # 20001 checkpoints a method, as epochs = 1e6, checkpoints = 1e5 gives
+    rows = [{"method": m, "epoch": int(e), "train_loss": 0.5 + 1 / (e + 1), "train_loss_se": 0.01,
+             "test_loss": 0.6 + 1 / (e + 1), "test_loss_se": 0.01, "f_star": 0.5} for m in ("sagd_lap", "adam")
+            for e in epochs]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert generalization_figure(tmp_path, {"summary": rows}) == ["generalization.png"]
+
+
+def test_an_empty_theorem_range_is_called_empty():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ldpsim.load_config({"study": "sagd_concentration", "n": 200, "sigma": 0.5, "T": 20, "mu": [1, 2],
+                            "reps": 2, "nodes": 8, "oracle": "lap"})
+    text = " ".join(str(w.message) for w in caught)
+    assert "Theorem 1's range of T is empty at sigma = 0.5, n = 200, beta = 0.01" in text, text
+    assert "[11.11, 0.3102]" not in text
+
+
+def test_the_noise_free_path_from_1e300_gives_up_instead_of_running_for_hours(tmp_path, capsys):
+    # the kernel diverges at once; summarising used to integrate the ODE from 1e300 for more than 10 minutes
+    mapping = {"study": "trajectory", "model": "huber_mallows", "dim": 2, "theta0": 1e300, "n": 2000, "reps": 2,
+               "seed": 1}
+    status, _, err = cli(capsys, "run", write(tmp_path, mapping), "--out", tmp_path / "o", "--quiet",
+                         "--n-jobs", "1")
+    assert status == 0 and "2 replication(s) diverged" in err
+    rows = ldpsim.open_result(tmp_path / "o").rows
+    assert all(r["transient"] in (None, "") for r in rows)  # blank: no noise-free path from there
+    status, _, err = cli(capsys, "table", tmp_path / "o")  # its figure: panels with nothing to show (was an error)
+    assert status == 0
+
+
+def test_the_noise_free_path_gives_up_after_its_budget_of_evaluations(monkeypatch):
+    from ldpsim.studies.trajectory import theory
+    from ldpsim.studies.trajectory.study import setting_checkpoints
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ldpsim.ConfigWarning)
+        config = ldpsim.load_config(ROOT / "configs" / "shi_linear.yaml", dim=5, mu=1, gamma=0.6, n=20000)
+    s = config.settings[0]
+    model = _online(dim=5, mu=1, gamma=0.6)
+    assert theory.mean_field(model, s, setting_checkpoints(s, config.options)) is not None
+    monkeypatch.setattr(theory, "MEAN_FIELD_CALLS", 10)
+    assert theory.mean_field(model, s, setting_checkpoints(s, config.options)) is None
+
+
+# --- the hunt: more hostile inputs --------------------------------------------------------------------------
+
+
+def test_a_flag_given_twice_is_refused_not_half_ignored(tmp_path, capsys, monkeypatch):
+    no_work(monkeypatch)
+    config = write(tmp_path, SMALL)
+    status, _, err = cli(capsys, "run", config, "--n", "1e3", "--n", "2e3", "4e3")
+    one_line_error(status, err, "--n is given twice (--n 1e3 and --n 2e3 4e3): give it once, with every value")
+    status, _, err = cli(capsys, "run", config, "--reps", "2", "--reps", "3")
+    one_line_error(status, err, "--reps is given twice (--reps 2 and --reps 3)")
+    status, _, err = cli(capsys, "trace", ROOT / "configs" / "trace_quantile.yaml", "--seed", "1", "--seed", "2")
+    one_line_error(status, err, "--seed is given twice")
+
+
+def test_more_workers_left_out_than_cores_is_refused(tmp_path, capsys, monkeypatch):
+    no_work(monkeypatch)
+    status, _, err = cli(capsys, "run", write(tmp_path, SMALL), "--n-jobs", "-100", "--out", tmp_path / "o")
+    one_line_error(status, err, "n_jobs = -100 leaves 99 cores out of this machine's")
+
+
+def test_a_huge_reps_is_printed_short(tmp_path, capsys):
+    status, _, err = cli(capsys, "run", write(tmp_path, SMALL), "--reps", "1e300", "--out", tmp_path / "o")
+    line = one_line_error(status, err, "reps = 1e+300 replications", "EiB")
+    assert len(line) < 300
+
+
+@pytest.mark.parametrize("flag", ["resume", "force", "progress"])
+def test_numpy_bools_are_flags(tmp_path, flag):
+    kw = {"resume": {"out": tmp_path}, "force": {"out": tmp_path}, "progress": {}}[flag]
+    api_run({"model": "mean", "n": 2000, "reps": 2}, **{**kw, flag: np.bool_(flag != "progress")})
+
+
+def test_a_log_that_cannot_be_called_is_refused():
+    with pytest.raises(ldpsim.ConfigError, match="log = 'no' is not a function"):
+        api_run({"model": "mean", "n": 2000, "reps": 2}, log="no")
+
+
+def test_saving_an_in_memory_result_needs_a_directory():
+    result = api_run({"model": "mean", "n": 2000, "reps": 2})
+    with pytest.raises(ldpsim.ConfigError, match="give a directory to save into"):
+        result.save()
+    with pytest.raises(ldpsim.ConfigError, match="give a directory to draw into"):
+        result.figures()
+
+
+def test_a_two_dimensional_array_of_n_is_one_line():
+    with pytest.raises(ldpsim.ConfigError, match=r"n = \[2000, 3000\] is not an integer"):
+        api_run({"model": "mean", "n": np.array([[2000, 3000]])})
+
+
+def test_an_interrupted_threading_run_leaves_no_kernel_running(tmp_path):
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        sender = _signal_when_running(signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            api_run({"model": "mean", "n": 10 ** 10, "reps": 2, "seed": 1}, n_jobs=2, backend="threading")
+        sender.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert interrupt.wait_idle(60)  # the kernels of both threads stopped (they used to run to their end)
