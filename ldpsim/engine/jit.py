@@ -13,6 +13,7 @@ imports this module first.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
@@ -45,6 +46,7 @@ if "NUMBA_CACHE_DIR" not in os.environ:
         _numba_config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
 
 import numba  # noqa: E402  (after the cache directory is fixed)
+from numba.extending import overload  # noqa: E402
 
 #: Whether numba compiles nothing (``NUMBA_DISABLE_JIT=1``): every kernel then runs as plain Python,
 #: drawing from numpy's ``Generator`` itself (:func:`ldpsim.engine.rng.kernel_rng`), the same numbers.
@@ -89,3 +91,25 @@ def jit(func=None, *, inline=False):
         return func
     return numba.njit(**(INLINE_OPTIONS if inline else JIT_OPTIONS))(func)
 
+
+def dual(func=None, *, inline=False):
+    """Make a plain function callable from jitted code as well, unchanged in Python.
+
+    Python calls run ``func`` itself (so a kernel's Python twin is plain
+    Python all the way down); inside jitted code numba compiles ``func``
+    through an overload, as :func:`ldpsim.engine.dispatch.by_record` does
+    for model records. The functions it calls must be ``dual`` too (or the
+    draws of :mod:`ldpsim.engine.rng`). ``inline=True`` inlines it in numba's
+    IR, for functions that take the generator (a call would reference-count
+    it, which costs more than a draw); others are left to LLVM.
+    """
+    if func is None:
+        return functools.partial(dual, inline=inline)
+
+    @functools.wraps(func)  # numba reads the typing signature through __wrapped__
+    def typer(*args):
+        return func
+
+    overload(func, jit_options=JIT_OPTIONS, inline="always" if inline else "never")(typer)
+    func.py_func = func  # the plain original, as jit's dispatchers name it
+    return func

@@ -48,38 +48,15 @@ jitted callers compile them.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import NamedTuple
 
 import numpy as np
-from numba.extending import overload
 from scipy import special
 
-from ..engine.jit import JIT_OPTIONS
+from ..engine.jit import JIT_OPTIONS, dual
 from ..engine.rng import exponential, normal, uniform
 
-
-def dual(func=None, *, inline=False):
-    """Make a plain function callable from jitted code as well, unchanged in Python.
-
-    Python calls run ``func`` itself (so a kernel's Python twin is plain
-    Python all the way down); inside jitted code numba compiles ``func``
-    through an overload, as :func:`ldpsim.engine.dispatch.by_record` does
-    for model records. The functions it calls must be ``dual`` too (or the
-    draws of :mod:`ldpsim.engine.rng`). ``inline=True`` inlines it in numba's
-    IR, for functions that take the generator (a call would reference-count
-    it, which costs more than a draw); others are left to LLVM.
-    """
-    if func is None:
-        return functools.partial(dual, inline=inline)
-
-    @functools.wraps(func)  # numba reads the typing signature through __wrapped__
-    def typer(*args):
-        return func
-
-    overload(func, jit_options=JIT_OPTIONS, inline="always" if inline else "never")(typer)
-    return func
 
 #: Model names, as configs spell them, and the kernel's code for each.
 ERM_MODELS = {"logistic": 0, "welsch": 1}
@@ -159,12 +136,6 @@ def conditional_dloss(params, ub, uw):
     c = params.scale
     t = c * c + params.noise * params.noise
     return -(c * c * c / (t * math.sqrt(t))) * a * math.exp(-a * a / (2.0 * t))
-
-
-@dual(inline=True)
-def laplace(gen, scale):
-    """One ``Lap(scale)`` draw: ``scale (E1 - E2)``, two standard exponentials (exact)."""
-    return scale * (exponential(gen) - exponential(gen))
 
 
 # --- the sample ---------------------------------------------------------------

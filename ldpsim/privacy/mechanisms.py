@@ -21,7 +21,7 @@ from scipy import optimize, special
 
 from ..engine.rng import exponential, normal, uniform
 from ..engine.dispatch import by_record
-from ..engine.jit import jit
+from ..engine.jit import dual, jit
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -377,7 +377,7 @@ class Gaussian:
         )
 
 
-@jit(inline=True)
+@dual(inline=True)  # the SAGD twins call it in plain Python
 def laplace(gen, scale):
     """One ``Lap(0, scale)`` draw.
 

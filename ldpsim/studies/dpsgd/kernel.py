@@ -46,6 +46,7 @@ from ...engine.interrupt import poll_mask, stop_requested
 from ...engine.jit import jit
 from ...engine.rng import exponential, kernel_rng, local_rng, normal, release_rng, uniform
 from ...inference.streaming import PathState, StreamLayout
+from ...privacy.mechanisms import gaussian_or_zero
 from ...recursion.kernels import sn_add, sn_read, sn_recentre_all, step_ratio_coefficients, step_size
 from ...recursion.twins import _coefficients, _step_size, _sum_of_squares
 
@@ -227,7 +228,7 @@ def _dpsgd_path(stream, X, y, xnorm, logistic, sampling, steps, m, c, gamma, cli
                     pos = 0
             used += m
         for q in range(d):
-            noise = sigma1 * normal(gen) if sigma1 > 0.0 else 0.0
+            noise = gaussian_or_zero(gen, sigma1)  # the audited mechanism (privacy/audit.py)
             x = theta[q] - eta * (grad[q] * inv_m + noise)
             grad[q] = 0.0
             theta[q] = x
@@ -435,7 +436,7 @@ def _dpgd_path(stream, X, y, xnorm, logistic, steps, step, clip, noise_sd, theta
         for i in range(n):
             _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad)
         for q in range(d):
-            noise = noise_sd * normal(gen) if noise_sd > 0.0 else 0.0
+            noise = gaussian_or_zero(gen, noise_sd)  # the audited mechanism (privacy/audit.py)
             theta[q] = theta[q] - step * (grad[q] * inv_n) + noise
             grad[q] = 0.0
     release_rng(stream, gen)

@@ -53,10 +53,10 @@ import numpy as np
 
 from ...engine import interrupt
 from ...engine.interrupt import poll_mask, stop_requested
-from ...engine.jit import jit
+from ...engine.jit import dual, jit
 from ...engine.rng import kernel_rng, local_rng, release_rng
-from ...models.erm import draw_sample, dual, empirical_gradient, empirical_loss, laplace, population_gradient, \
-    population_loss
+from ...models.erm import draw_sample, empirical_gradient, empirical_loss, population_gradient, population_loss
+from ...privacy.mechanisms import laplace
 
 #: Gradient oracles / optimisers, as the kernel codes them.
 LAP, SPARSE, RMSPROP, ADAM = 0, 1, 2, 3
