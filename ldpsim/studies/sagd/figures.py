@@ -1,4 +1,4 @@
-"""Figures of the SAGD studies (matplotlib, the ``plot`` extra; skipped with one stderr line without it)."""
+"""Figures of the SAGD studies (matplotlib; skipped with one stderr line in an environment that lacks it)."""
 
 from __future__ import annotations
 
