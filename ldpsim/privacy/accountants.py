@@ -209,16 +209,21 @@ def _relation(dpa, sampling: str):
             else dpa.NeighboringRelation.ADD_OR_REMOVE_ONE)
 
 
-def _rdp_pair(path: DpsgdPath, sigma: float, extra_mu: float, delta: float) -> tuple[float, float]:
-    dpa = _dp_accounting()
-    acc = dpa.rdp.RdpAccountant(neighboring_relation=_relation(dpa, path.sampling))
+def _path_then_extra(dpa, acc, path: DpsgdPath, sigma: float, extra_mu: float, delta: float):
+    """``(epsilon of the path alone, of the path and a further mu-GDP Gaussian release)`` from the empty ``acc``."""
     acc.compose(_path_event(dpa, path, sigma))
     alone = float(acc.get_epsilon(delta))
     if extra_mu > 0:
-        # RDP of a Gaussian is alpha mu^2 / 2 with mu = distance / SD, whatever the relation
         acc.compose(dpa.GaussianDpEvent(1.0 / extra_mu))
         return alone, float(acc.get_epsilon(delta))
     return alone, alone
+
+
+def _rdp_pair(path: DpsgdPath, sigma: float, extra_mu: float, delta: float) -> tuple[float, float]:
+    dpa = _dp_accounting()
+    # (RDP of a Gaussian is alpha mu^2 / 2 with mu = distance / SD, whatever the relation)
+    return _path_then_extra(dpa, dpa.rdp.RdpAccountant(neighboring_relation=_relation(dpa, path.sampling)),
+                            path, sigma, extra_mu, delta)
 
 
 def _pld_pair_at(path: DpsgdPath, sigma: float, extra_mu: float, delta: float, grid: float) -> tuple[float, float]:
@@ -227,12 +232,7 @@ def _pld_pair_at(path: DpsgdPath, sigma: float, extra_mu: float, delta: float, g
     # Gaussian has distance 1 (under its replace-one, 2), so cyclic passes are accounted there too
     acc = dpa.pld.PLDAccountant(neighboring_relation=dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
                                 value_discretization_interval=grid)
-    acc.compose(_path_event(dpa, path, sigma))
-    alone = float(acc.get_epsilon(delta))
-    if extra_mu > 0:
-        acc.compose(dpa.GaussianDpEvent(1.0 / extra_mu))
-        return alone, float(acc.get_epsilon(delta))
-    return alone, alone
+    return _path_then_extra(dpa, acc, path, sigma, extra_mu, delta)
 
 
 def _pld_pair(path: DpsgdPath, sigma: float, extra_mu: float, delta: float, grid: float | None):
