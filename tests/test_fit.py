@@ -212,3 +212,12 @@ def test_fit_command_line(tmp_path):
     nobudget = subprocess.run([sys.executable, "-m", "ldpsim", "fit", str(data), "--response", "y"],
                               capture_output=True, text=True)
     assert nobudget.returncode == 2 and "give the privacy budget of the whole release" in nobudget.stderr
+
+
+def test_the_share_of_clipped_gradients_is_shown_only_with_the_nonprivate_outputs(tmp_path):
+    # a statistic of the data outside the accountant: printed only beside the full-sample fit, labelled
+    data = _data(tmp_path)
+    private = fit(data, "linear", "y", epsilon=2.0, **QUICK)
+    assert not any("Clipped per-example" in note for note in private.notes)
+    shown = fit(data, "linear", "y", epsilon=2.0, show_nonprivate=True, **QUICK)
+    assert any("Clipped per-example" in note and "NOT private" in note for note in shown.notes)

@@ -352,8 +352,10 @@ def fit(path, model: str = "linear", response: str = "y", covariates: list[str] 
     guarantee = _guarantee_lines(accountant, sampling, total, delta, target, steps, batch_size, n, sigma, sigma1,
                                  clip, alone, mu_moments, mu_scaling, private_columns, share_moments, share_scaling,
                                  clt_total, scaling, given)
-    notes = [f"Clipped per-example gradients along the path: {100 * clip_rate:.2g}% (clip = {clip:.4g} on the "
-             "scaled data)."]
+    notes = []
+    if show_nonprivate:  # the share clipped is a statistic of the data that no accountant above covers
+        notes.append(f"Clipped per-example gradients along the path: {100 * clip_rate:.2g}% (clip = {clip:.4g} on "
+                     "the scaled data); NOT private: shown for diagnosis only.")
     if given:
         notes.append(f"Scaled by the public bounds given: {', '.join(given)} (values outside them clipped).")
     if private_columns:
