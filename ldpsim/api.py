@@ -190,10 +190,27 @@ def quiet_drawing():
         yield
 
 
+#: The widest lanes a run may ask for (a kernel's per-lane state is O(lanes d); beyond a few dozen nothing overlaps more).
+MAX_LANES = 64
+
+
+def _check_lanes(lanes):
+    """``lanes`` as an int in [1, MAX_LANES], or None (each study's default); a ConfigError otherwise."""
+    lanes = plain(lanes)
+    if lanes is None:
+        return None
+    if isinstance(lanes, bool) or not isinstance(lanes, (int, float)) or lanes != lanes or lanes % 1:
+        raise ConfigError(f"lanes = {show(lanes)} is not an integer; allowed: 1 to {MAX_LANES}, or none "
+                          "(the fastest measured)")
+    if not 1 <= lanes <= MAX_LANES:
+        raise ConfigError(f"lanes = {show(lanes)} is outside [1, {MAX_LANES}]")
+    return int(lanes)
+
+
 def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky", scheduler: str | None = None,
         resume: bool = False, force: bool = False, progress: bool = True, name: str | None = None,
         command: list[str] | None = None, overrides_from: str = "overrides", log=None, allow_long: bool = False,
-        **overrides) -> Result:
+        lanes: int | None = None, **overrides) -> Result:
     """Run a config and return its result (and write its outputs, if it has an output directory).
 
     Everything that can be checked is checked before any work: the config,
@@ -236,6 +253,9 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
     allow_long : bool
         Run even if the run is estimated to take more than a week (refused
         otherwise, before any work: a run of years is a typo).
+    lanes : int, optional
+        Replications a kernel call advances side by side, 1 to 64 (default: the
+        fastest measured for each study's kernel). Never changes the numbers.
     **overrides
         Config keys that win over ``source``: ``reps=50``, ``n=[1e6, 1e7]``,
         ``tau=[0.5, 0.9]``.
@@ -265,6 +285,7 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
         raise ConfigError(f"name = {show(name)} is not a string")
     name = name or (Path(source).stem if from_file else "run")
     study = config.study
+    lanes = _check_lanes(lanes)
     check_backend(backend, scheduler, n_jobs)  # a bad backend leaves no empty output directory
     n_jobs = int(n_jobs)  # (numpy's integers are taken too)
     if backend in ("loky", "threading") or (backend == "dask" and scheduler is None):
@@ -286,6 +307,7 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
         "settings": len(config.settings),
         "varied": list(config.varied),
         "n_jobs": n_jobs,
+        "lanes": lanes,
         "backend": backend,
         "scheduler": scheduler,
         "resume": resume,
@@ -310,7 +332,7 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
             _write_meta(handle.path, meta)
         chunks = simulate(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
                           chunk_dir=handle.chunks if handle is not None else None, resume=resume,
-                          progress=progress, log=log, stats=stats)
+                          progress=progress, log=log, stats=stats, lanes=lanes)
         _record_invocation(meta, stats, started, time.perf_counter() - tic, "complete")
         with np.errstate(all="ignore"):  # non-finite statistics are written as nan, not warned about
             tables = study.summarize(config, chunks)

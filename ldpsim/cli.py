@@ -66,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-long", action="store_true",
                      help="run even if the run is estimated to take more than 7 days (otherwise refused before any "
                           "work, with the estimate)")
+    run.add_argument("--lanes", type=int, metavar="L",
+                     help="replications a kernel call advances side by side (default: the fastest measured for the "
+                          "kernel; 1: one at a time); never changes the numbers")
 
     table = sub.add_parser("table", help="re-render a run's tables and figures from its CSV files")
     table.add_argument("dir", help="run output directory")
@@ -147,7 +150,7 @@ def _fit(args) -> int:
 #: Flags of ``run`` and ``trace`` that are not config keys: ``--set n_jobs=2`` is refused with the flag to use.
 _RUN_FLAGS = {"n_jobs": "--n-jobs", "backend": "--backend", "scheduler": "--scheduler", "out": "--out",
               "resume": "--resume", "force": "--force", "quiet": "--quiet", "progress": "--quiet",
-              "allow_long": "--allow-long",
+              "allow_long": "--allow-long", "lanes": "--lanes",
               "name": None, "command": None, "overrides_from": None, "log": None, "source": "the config file"}
 
 
@@ -187,7 +190,7 @@ def _run(args) -> int:
     result = api.run(args.config, out=args.out if args.out is not None else api.DEFAULT_OUT, n_jobs=args.n_jobs,
                      backend=args.backend, scheduler=args.scheduler, resume=args.resume, force=args.force,
                      progress=not args.quiet, command=[PROG, *sys.argv[1:]], overrides_from="--set",
-                     allow_long=args.allow_long, **overrides)
+                     allow_long=args.allow_long, lanes=args.lanes, **overrides)
     if not args.quiet:
         print(result.render())
     failed = result.meta["n_failed"]

@@ -21,9 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from ldpsim.engine.jit import jit
-from ldpsim.engine.rng import as_generator, kernel_rng, local_rng, normal, release_rng, uniform
+from ldpsim.engine.rng import as_generator, kernel_lanes, kernel_rng, lane, lane_count, local_lanes, local_rng, \
+    normal, release_lanes, release_rng, uniform
 from ldpsim.inference.streaming import StreamLayout
-from ldpsim.studies.dpsgd.kernel import draw_data, run_dpsgd
+from ldpsim.studies.dpsgd.kernel import draw_data, run_dpsgd, run_dpsgd_lanes
+from ldpsim.studies.dpsgd.study import DEFAULT_LANES
 
 N = 1000
 STEPS = 2_000_000
@@ -40,6 +42,49 @@ def _floor(stream, steps, m, n, d):
             acc += normal(gen)
     release_rng(stream, gen)
     return acc
+
+
+@jit
+def _floor_lanes(rngs, steps, m, n, d):
+    local = local_lanes(rngs)  # as the lanes kernel draws: L generators side by side
+    acc = 0.0
+    for _ in range(steps):
+        for j in range(lane_count(rngs)):
+            gen = lane(local, j)
+            for q in range(m):
+                acc += uniform(gen) * (n - q)
+            for _ in range(d):
+                acc += normal(gen)
+    release_lanes(rngs, local)
+    return acc
+
+
+def bench_lanes(repeats: int = 5, steps: int = STEPS, lanes: int = DEFAULT_LANES) -> dict:
+    """ns per replication-step at L = 1 and L = ``lanes`` (m = 1), each against its floor with the same lanes."""
+    gens = [as_generator(j) for j in range(lanes)]
+    data = [draw_data(g, "linear", np.eye(3), N, 1.0)[1:] for g in gens]
+    layout = StreamLayout.build(steps, 0.75, 0.501)
+    out = {}
+    for width in (1, lanes):
+        args = ("linear", "swor", steps, 1, 0.2, 0.501, 6.0, 11.0, 0.0, layout)
+        run_dpsgd_lanes(gens[:width], data[:width], "linear", "swor", 100, 1, 0.2, 0.501, 6.0, 11.0, 0.0,
+                        StreamLayout.build(100, 0.5, 0.501))
+        _floor_lanes(kernel_lanes(gens[:width]), 10, 1, N, 3)
+        kernel, floor = [], []
+        for _ in range(repeats):
+            tic = time.perf_counter()
+            run_dpsgd_lanes(gens[:width], data[:width], *args)
+            kernel.append((time.perf_counter() - tic) / (steps * width) * 1e9)
+            tic = time.perf_counter()
+            _floor_lanes(kernel_lanes(gens[:width]), steps, 1, N, 3)
+            floor.append((time.perf_counter() - tic) / (steps * width) * 1e9)
+        k, f = statistics.median(kernel), statistics.median(floor)
+        out[f"L{width}_ns"] = round(k, 2)
+        out[f"L{width}_floor_ns"] = round(f, 2)
+        out[f"L{width}_ratio"] = round(k / f, 3)
+    out["lanes"] = lanes
+    out["speedup"] = round(out["L1_ns"] / out[f"L{lanes}_ns"], 3)
+    return out
 
 
 def bench(repeats: int = 5, steps: int = STEPS) -> dict:
@@ -76,6 +121,11 @@ def main() -> None:
     for m in (1, 10):
         print(f"DP-SGD step, m = {m:2d}: {result[f'm{m}_ns_per_step']:7.1f} ns; RNG floor "
               f"{result[f'm{m}_floor_ns_per_step']:7.1f} ns; ratio {result[f'm{m}_ratio']:.2f}")
+    lanes = bench_lanes(args.repeats)
+    for width in (1, lanes["lanes"]):
+        print(f"DP-SGD, m = 1, L = {width}: {lanes[f'L{width}_ns']:7.1f} ns per replication-step; its floor "
+              f"{lanes[f'L{width}_floor_ns']:7.1f} ns; ratio {lanes[f'L{width}_ratio']:.2f}")
+    print(f"L = {lanes['lanes']} over L = 1: {lanes['speedup']:.2f}x")
     if args.figure2 is not None:
         meta = json.loads((args.figure2 / "meta.json").read_text())
         print(f"Figure 2 run ({args.figure2}): {meta['wall_time_s'] / 60:.1f} min wall, n_jobs = {meta['n_jobs']}")

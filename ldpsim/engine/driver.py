@@ -41,7 +41,7 @@ from .config import Config
 clock = time.perf_counter
 
 
-def _chunk_task(indices, study, settings, options, root_seed, start, stop, identity):
+def _chunk_task(indices, study, settings, options, root_seed, start, stop, identity, lanes=None):
     worker = store.code_identity(study)
     if worker != identity:  # `identity` is the driver's
         import socket
@@ -54,9 +54,9 @@ def _chunk_task(indices, study, settings, options, root_seed, start, stop, ident
     with interrupt.task():
         tic = clock()
         if len(settings) == 1:
-            results = [study.run_chunk(settings[0], options, root_seed, start, stop)]
+            results = [study.run_chunk(settings[0], options, root_seed, start, stop, lanes=lanes)]
         else:  # settings that share their paths: each path runs once
-            results = study.run_group(settings, options, root_seed, start, stop)
+            results = study.run_group(settings, options, root_seed, start, stop, lanes=lanes)
         share = (clock() - tic) / len(results)  # the shared paths' time, split between their chunks
     # results arrive in completion order: say whose
     return [((i, start), r, share) for i, r in zip(indices, results)]
@@ -86,7 +86,8 @@ def _run_tasks(calls: list, n_jobs: int, streaming: bool, in_thread: bool = Fals
 
 def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", scheduler: str | None = None,
              chunk_dir: Path | None = None, resume: bool = False, progress: bool = True,
-             log: Callable[[str], None] | None = None, stats: dict | None = None) -> list[dict]:
+             log: Callable[[str], None] | None = None, stats: dict | None = None,
+             lanes: int | None = None) -> list[dict]:
     """Run every replication of every setting of ``config``.
 
     Parameters
@@ -118,6 +119,10 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
         chunk of the run, saved ones included; NaN if one is unknown) and
         ``computed_s`` (of the chunks computed now). Updated as chunks
         arrive, so that an interrupted run's caller can report them.
+    lanes : int, optional
+        Replications a kernel call advances side by side (default: each study's
+        :meth:`~ldpsim.studies.base.Study.default_lanes`). Never changes the results,
+        so it is not part of a chunk's identity: chunks of any lanes resume each other.
 
     Returns
     -------
@@ -190,7 +195,7 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
             study.warm_up(config)  # compiles into the cache that local workers load from
             identity = store.code_identity(study)
             calls = [delayed(_chunk_task)(todo, study, [config.settings[i] for i in todo], config.options,
-                                          config.seed, start, stop, identity)
+                                          config.seed, start, stop, identity, lanes)
                      for todo, start, stop in tasks]
             # one local worker: the tasks run in a worker thread, and Ctrl-C reaches the main thread
             in_thread = backend in ("loky", "threading") and scheduler is None and local_workers(n_jobs) == 1

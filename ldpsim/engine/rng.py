@@ -563,3 +563,181 @@ def _release_rng(rng, local):
 _draws(uniform, uniform, _uniform_intrinsic)
 _draws(normal, normal, _normal_intrinsic)
 _draws(exponential, exponential, _exponential_intrinsic)
+
+
+# --- lanes: the generators of several replications in one kernel ------------------
+# A kernel that advances L replications side by side (issue 19) holds L generators. It is
+# handed kernel_lanes(gens): the C state addresses of their SFC64 generators as a tuple, so
+# that L is a constant of the compiled code. local_lanes copies the 4 L words onto its stack
+# (after LLVM unrolls the loop over lanes, each word is a register or a stack slot, never the
+# generators' own memory), lane(local, l) is lane l's Sfc64Local (uniform, normal and exponential
+# draw from it exactly as from a single kernel's copy), and release_lanes writes every lane's
+# words back. Each lane's numbers are its own generator's, bit for bit; L = 1 is local_rng.
+
+
+class Sfc64Lanes(NamedTuple):
+    """A kernel's handles on the SFC64 generators of ``L`` replications (``addresses``: a tuple of ``L``)."""
+
+    addresses: tuple
+    owners: tuple
+
+
+def kernel_lanes(gens):
+    """What a lanes kernel is handed to draw from the generators ``gens`` (a sequence, one per lane).
+
+    An :class:`Sfc64Lanes` when every generator is on SFC64; the tuple of
+    generators otherwise (numba's ``Generator`` per lane) and in plain Python.
+    """
+    gens = tuple(gens)
+    if not DISABLED and all(type(g.bit_generator) is np.random.SFC64 for g in gens):
+        return Sfc64Lanes(tuple(np.uint64(g.bit_generator.ctypes.state_address) for g in gens), gens)
+    return gens
+
+
+def _is_lanes(rngs) -> bool:
+    return isinstance(rngs, types.BaseNamedTuple) and rngs.instance_class is Sfc64Lanes
+
+
+class Sfc64LocalLanes(NamedTuple):
+    """A lanes kernel's private copy of ``L`` SFC64 states: a pointer to ``4 L`` words on its stack."""
+
+    words: object
+
+
+@intrinsic
+def _copy_in_lanes(typingctx, addresses):
+    """``4 L`` words on the calling function's stack, lane ``j``'s four copied from ``addresses[j]``."""
+    count = len(addresses)
+    sig = types.CPointer(types.uint64)(addresses)
+
+    def codegen(context, builder, signature, args):
+        word = ir.IntType(64)
+        slot = cgutils.alloca_once(builder, word, size=4 * count, name="sfc64_lanes")
+        for j in range(count):
+            src = builder.inttoptr(builder.extract_value(args[0], j), word.as_pointer())
+            for k in range(4):
+                value = builder.load(builder.gep(src, [ir.Constant(_I32, k)]))
+                builder.store(value, builder.gep(slot, [ir.Constant(_I32, 4 * j + k)]))
+        return slot
+
+    return sig, codegen
+
+
+@intrinsic
+def _copy_out_lanes(typingctx, addresses, words):
+    """Store lane ``j``'s four words back at ``addresses[j]``."""
+    count = len(addresses)
+    sig = types.void(addresses, words)
+
+    def codegen(context, builder, signature, args):
+        word = ir.IntType(64)
+        for j in range(count):
+            dst = builder.inttoptr(builder.extract_value(args[0], j), word.as_pointer())
+            for k in range(4):
+                value = builder.load(builder.gep(args[1], [ir.Constant(_I32, 4 * j + k)]))
+                builder.store(value, builder.gep(dst, [ir.Constant(_I32, k)]))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def _lane_words(typingctx, words, lane_index):
+    """Lane ``lane_index``'s four words: ``words + 4 lane_index``."""
+    sig = words(words, lane_index)
+
+    def codegen(context, builder, signature, args):
+        at = builder.mul(builder.sext(args[1], _I64) if args[1].type.width < 64 else args[1], ir.Constant(_I64, 4))
+        return builder.gep(args[0], [at])
+
+    return sig, codegen
+
+
+def local_lanes(rngs):
+    """A lanes kernel's private copy of the states of :func:`kernel_lanes`; :func:`release_lanes` writes it back."""
+    return rngs
+
+
+def release_lanes(rngs, local):
+    """Write a lanes kernel's copy (:func:`local_lanes`) back into every generator."""
+
+
+def lane(local, index):
+    """Lane ``index``'s generator, to hand to :func:`uniform`, :func:`normal`, :func:`exponential`."""
+    return local[index]
+
+
+def lane_count(rngs) -> int:
+    """``L``, the number of lanes of :func:`kernel_lanes` (a compile-time constant of the kernel)."""
+    return len(rngs)
+
+
+def save_lane(local, index, out):
+    """Copy lane ``index``'s state into ``out`` (four uint64), to put back with :func:`restore_lane`.
+
+    A lane that stops early (a diverged path) keeps drawing with the others;
+    saving its state where it stopped and restoring it before
+    :func:`release_lanes` leaves its generator where a run of its own would.
+    """
+    out[:] = local[index].bit_generator.state["state"]["state"]
+
+
+def restore_lane(local, index, saved):
+    """Put back the state :func:`save_lane` copied."""
+    gen = local[index].bit_generator
+    state = gen.state
+    state["state"]["state"] = np.array(saved, dtype=np.uint64)
+    gen.state = state
+
+
+@overload(local_lanes, jit_options=JIT_OPTIONS, inline="always")
+def _local_lanes(rngs):
+    if _is_lanes(rngs):
+        return lambda rngs: Sfc64LocalLanes(_copy_in_lanes(rngs.addresses))
+    return lambda rngs: rngs
+
+
+def _is_local_lanes(local) -> bool:
+    return isinstance(local, types.BaseNamedTuple) and local.instance_class is Sfc64LocalLanes
+
+
+@overload(release_lanes, jit_options=JIT_OPTIONS, inline="always")
+def _release_lanes(rngs, local):
+    if _is_lanes(rngs):
+        return lambda rngs, local: _copy_out_lanes(rngs.addresses, local.words)
+    return lambda rngs, local: None
+
+
+@overload(lane, jit_options=JIT_OPTIONS, inline="always")
+def _lane(local, index):
+    if _is_local_lanes(local):
+        return lambda local, index: Sfc64Local(_lane_words(local.words, index))
+    return lambda local, index: local[index]
+
+
+@overload(lane_count, jit_options=JIT_OPTIONS, inline="always")
+def _lane_count(rngs):
+    count = rngs.types[0].count if _is_lanes(rngs) else len(rngs)
+    return lambda rngs: count
+
+
+@overload(save_lane, jit_options=JIT_OPTIONS, inline="always")
+def _save_lane(local, index, out):
+    if _is_local_lanes(local):
+        def impl(local, index, out):
+            words = _lane_words(local.words, index)
+            for k in range(4):
+                out[k] = words[k]
+        return impl
+    return None
+
+
+@overload(restore_lane, jit_options=JIT_OPTIONS, inline="always")
+def _restore_lane(local, index, saved):
+    if _is_local_lanes(local):
+        def impl(local, index, saved):
+            words = _lane_words(local.words, index)
+            for k in range(4):
+                words[k] = saved[k]
+        return impl
+    return None

@@ -157,19 +157,38 @@ class Study(ABC):
     def replicate(self, job: Any, gen: np.random.Generator) -> dict[str, np.ndarray]:
         """One replication, drawing everything from ``gen``: named arrays, ``ok`` among them."""
 
+    def replicate_lanes(self, job: Any, gens: list[np.random.Generator]) -> list[dict[str, np.ndarray]]:
+        """Replications side by side (lanes), one generator each: what :meth:`replicate` gives for each.
+
+        A study whose path kernel advances several replications in one call
+        (issue 19: their dependency chains overlap in the core) overrides this;
+        the default runs them one after the other.
+        """
+        return [self.replicate(job, gen) for gen in gens]
+
+    def default_lanes(self, setting: Setting, options: dict) -> int:
+        """Replications a kernel call advances side by side when the run does not say (the fastest measured)."""
+        return 1
+
     def run_chunk(self, setting: Setting, options: dict, root_seed: int, start: int, stop: int,
-                  twin: bool = False) -> dict[str, np.ndarray]:
+                  twin: bool = False, lanes: int | None = None) -> dict[str, np.ndarray]:
         """Replications ``start .. stop - 1`` of ``setting``, each array stacked along a first axis.
 
         Replication ``r`` draws from ``SeedSequence(root_seed, spawn_key=(setting.seed_key, r))``,
-        whatever chunk it is in and whoever runs it.
+        whatever chunk it is in, whoever runs it and however many ``lanes`` (replications a kernel
+        call advances side by side; default :meth:`default_lanes`) run it.
         """
         job = self.prepare(setting, options, twin)
+        lanes = self.default_lanes(setting, options) if lanes is None or twin else int(lanes)
+        lanes = 1 if twin else lanes  # the twins are one replication's plain Python
+        reps = []
         # a replication that overflows is flagged by its ``ok`` (and counted in n_failed); numpy's
         # warnings on the way would only print raw lines from the workers
         with np.errstate(all="ignore"):
-            reps = [self.replicate(job, replication_generator(root_seed, setting.seed_key, r))
-                    for r in range(start, stop)]
+            for first in range(start, stop, lanes):  # the remainder of a chunk runs with fewer lanes
+                gens = [replication_generator(root_seed, setting.seed_key, r)
+                        for r in range(first, min(first + lanes, stop))]
+                reps += self.replicate_lanes(job, gens) if len(gens) > 1 else [self.replicate(job, gens[0])]
         return stack(reps)
 
     # --- settings that share their paths ----------------------------------
@@ -183,7 +202,7 @@ class Study(ABC):
         return None
 
     def run_group(self, settings: list[Setting], options: dict, root_seed: int, start: int, stop: int,
-                  twin: bool = False) -> list[dict[str, np.ndarray]]:
+                  twin: bool = False, lanes: int | None = None) -> list[dict[str, np.ndarray]]:
         """Replications ``start .. stop - 1`` of settings that share a :meth:`group_key`, one chunk each.
 
         Each chunk must be what :meth:`run_chunk` gives for that setting alone,
@@ -191,7 +210,7 @@ class Study(ABC):
         overrides it to run each shared path once (silencing numpy's
         floating-point warnings as :meth:`run_chunk` does).
         """
-        return [self.run_chunk(s, options, root_seed, start, stop, twin) for s in settings]
+        return [self.run_chunk(s, options, root_seed, start, stop, twin, lanes) for s in settings]
 
     # --- summarising and drawing ----------------------------------------
 

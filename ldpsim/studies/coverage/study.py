@@ -184,7 +184,7 @@ class CoverageStudy(Study):
         """Settings that differ only in ``beta``, ``B``, ``level`` or ``multiplier`` share their paths."""
         return tuple((k, v) for k, v in setting.as_dict().items() if k not in _INFERENCE_NAMES)
 
-    def run_group(self, settings, options, root_seed, start, stop, twin=False):
+    def run_group(self, settings, options, root_seed, start, stop, twin=False, lanes=None):
         """One path per replication for all of ``settings``; each gets the chunk it would get alone.
 
         The kernel keeps the block sums of every block length at once

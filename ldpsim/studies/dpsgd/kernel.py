@@ -44,7 +44,8 @@ import numpy as np
 from ...engine import interrupt
 from ...engine.interrupt import poll_mask, stop_requested
 from ...engine.jit import jit
-from ...engine.rng import exponential, kernel_rng, local_rng, normal, release_rng, uniform
+from ...engine.rng import exponential, kernel_lanes, kernel_rng, lane, lane_count, local_lanes, local_rng, \
+    normal, release_lanes, release_rng, uniform
 from ...inference.streaming import PathState, StreamLayout
 from ...privacy.mechanisms import gaussian_or_zero
 from ...recursion.kernels import sn_add, sn_read, sn_recentre_all, step_ratio_coefficients, step_size
@@ -159,6 +160,27 @@ def _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad):
     return clipped
 
 
+@jit(inline=True)
+def _add_clipped_lane(X, y, xnorm, j, i, theta, logistic, clip, grad):
+    """:func:`_add_clipped` for lane ``j`` of the lanes kernel's ``(L, n, d)`` data and ``(L, d)`` state."""
+    d = grad.shape[1]
+    fit = 0.0
+    for k in range(d):
+        fit += X[j, i, k] * theta[j, k]
+    if logistic:
+        r = 1.0 / (1.0 + math.exp(-fit)) - y[j, i]
+    else:
+        r = fit - y[j, i]
+    norm = abs(r) * xnorm[j, i]
+    clipped = 0
+    if norm > clip:
+        r = r * (clip / norm)
+        clipped = 1
+    for k in range(d):
+        grad[j, k] += r * X[j, i, k]
+    return clipped
+
+
 def _add_clipped_twin(X, y, xnorm, i, theta, logistic, clip, grad):
     d = grad.shape[0]
     fit = 0.0
@@ -179,15 +201,23 @@ def _add_clipped_twin(X, y, xnorm, i, theta, logistic, clip, grad):
 
 
 @jit
-def _dpsgd_path(stream, X, y, xnorm, logistic, sampling, steps, m, c, gamma, clip, sigma1, inv_lambda, perm,
-                theta, grad, ref, s, a, t, block_len, blocks, block, batch_ends, batches, batch, counts, stop, mask):
-    # theta starts at theta0; grad, ref, s, a, t, block and batch are zeroed (d,) work arrays.
-    # On return theta holds theta_bar_T, s holds V_T = T^-2 sum_t S_t^2 (the random-scaling sums),
-    # counts = (clipped per-example gradients, examples used).
-    gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
-    n, d = X.shape
+def _dpsgd_path(rngs, X, y, xnorm, logistic, sampling, steps, m, c, gamma, clip, sigma1, inv_lambda, perm,
+                theta, grad, ref, s, a, t, block_len, blocks, block, batch_ends, batches, batch, counts, done, stop,
+                mask):
+    # L lanes (replications) side by side, L = lane_count(rngs), a constant of the compiled code: lane l has
+    # its generator, its data X[l], y[l], xnorm[l], perm[l] and its (d,) state theta[l], grad[l], ...; the
+    # lanes share the schedule (steps, step sizes, block and batch ends). Each lane makes the draws and the
+    # arithmetic of a path of its own in the same order, so its numbers do not depend on L; the lanes'
+    # dependency chains (a dot product, a norm, a division a step) overlap in the core.
+    # theta starts at theta0; grad, ref, s, a, t, block and batch are zeroed (L, d) work arrays.
+    # On return theta[l] holds theta_bar_T, s[l] holds V_T = T^-2 sum_t S_t^2 (the random-scaling sums),
+    # counts[l] = (clipped per-example gradients, examples used), done[l] the steps lane l completed
+    # (fewer: it diverged, or the run was interrupted).
+    local = local_lanes(rngs)  # the generators' states on the stack (in registers once the lanes unroll)
+    lanes = lane_count(rngs)
+    n, d = X.shape[1], X.shape[2]
     ref[:] = theta
-    n_blocks = blocks.shape[0]
+    n_blocks = blocks.shape[1]
     jb = 0
     block_end = block_len if n_blocks > 0 else steps + 1
     n_batches = batch_ends.shape[0]
@@ -198,68 +228,133 @@ def _dpsgd_path(stream, X, y, xnorm, logistic, sampling, steps, m, c, gamma, cli
     inv_m = 1.0 / m
     eta = c
     pos = 0
-    clipped = 0
-    used = 0
+    running = lanes
+    done[:] = 0  # 0: running
     for i in range(1, steps + 1):
         fi = float(i)
         eta = step_size(i, pow2, eta, c, gamma, ratio)
-        if sampling == 0:  # swor: partial Fisher-Yates on the kept permutation
-            for q in range(m):
-                r = q + int(uniform(gen) * (n - q))
-                idx = perm[r]
-                perm[r] = perm[q]
-                perm[q] = idx
-                clipped += _add_clipped(X, y, xnorm, idx, theta, logistic, clip, grad)
-            used += m
-        elif sampling == 1:  # poisson: geometric gaps
-            idx = -1
-            while True:
-                gap = exponential(gen) * inv_lambda
-                if gap >= n - 1 - idx:  # also catches inf
-                    break
-                idx += 1 + int(gap)
-                clipped += _add_clipped(X, y, xnorm, idx, theta, logistic, clip, grad)
-                used += 1
-        else:  # cyclic
-            for q in range(m):
-                clipped += _add_clipped(X, y, xnorm, pos, theta, logistic, clip, grad)
-                pos += 1
-                if pos == n:
-                    pos = 0
-            used += m
-        for q in range(d):
-            noise = gaussian_or_zero(gen, sigma1)  # the audited mechanism (privacy/audit.py)
-            x = theta[q] - eta * (grad[q] * inv_m + noise)
-            grad[q] = 0.0
-            theta[q] = x
-            s[q], a[q], t[q] = sn_add(s[q], a[q], t[q], x, ref[q], fi)
-            block[q] += x
-            batch[q] += x
+        for j in range(lanes):  # (indexed, not sliced: a view a step would cost reference counts)
+            if done[j] != 0:
+                continue
+            gen = lane(local, j)
+            clipped = 0
+            used = 0
+            if sampling == 0:  # swor: partial Fisher-Yates on the kept permutation
+                for q in range(m):
+                    r = q + int(uniform(gen) * (n - q))
+                    idx = perm[j, r]
+                    perm[j, r] = perm[j, q]
+                    perm[j, q] = idx
+                    clipped += _add_clipped_lane(X, y, xnorm, j, idx, theta, logistic, clip, grad)
+                used += m
+            elif sampling == 1:  # poisson: geometric gaps
+                idx = -1
+                while True:
+                    gap = exponential(gen) * inv_lambda
+                    if gap >= n - 1 - idx:  # also catches inf
+                        break
+                    idx += 1 + int(gap)
+                    clipped += _add_clipped_lane(X, y, xnorm, j, idx, theta, logistic, clip, grad)
+                    used += 1
+            else:  # cyclic (every lane at the same position)
+                at = pos
+                for q in range(m):
+                    clipped += _add_clipped_lane(X, y, xnorm, j, at, theta, logistic, clip, grad)
+                    at += 1
+                    if at == n:
+                        at = 0
+                used += m
+            counts[j, 0] += clipped
+            counts[j, 1] += used
+            for q in range(d):
+                noise = gaussian_or_zero(gen, sigma1)  # the audited mechanism (privacy/audit.py)
+                x = theta[j, q] - eta * (grad[j, q] * inv_m + noise)
+                grad[j, q] = 0.0
+                theta[j, q] = x
+                s[j, q], a[j, q], t[j, q] = sn_add(s[j, q], a[j, q], t[j, q], x, ref[j, q], fi)
+                block[j, q] += x
+                batch[j, q] += x
+        if sampling == 2:
+            pos = (pos + m) % n
         if i == block_end:
-            blocks[jb] = block
+            for lane_index in range(lanes):
+                blocks[lane_index, jb] = block[lane_index]
             block[:] = 0.0
             jb += 1
             block_end = block_end + block_len if jb < n_blocks else steps + 1
         if i == batch_end:
-            batches[k] = batch
+            for lane_index in range(lanes):
+                batches[lane_index, k] = batch[lane_index]
             batch[:] = 0.0
             k += 1
             batch_end = batch_ends[k] if k < n_batches else steps + 1
         if i == pow2:
-            finite = sn_recentre_all(s, a, t, ref, fi)
             pow2 *= 2
-            if not finite:  # diverged: stop, the study counts it
-                counts[0], counts[1] = clipped, used
-                release_rng(stream, gen)
-                return i
+            for lane_index in range(lanes):
+                if done[lane_index] == 0 and not sn_recentre_all(s[lane_index], a[lane_index], t[lane_index],
+                                                                 ref[lane_index], fi):
+                    done[lane_index] = i  # diverged: this lane stops, the study counts it
+                    running -= 1
+            if running == 0:
+                break
         if i & mask == 0 and stop_requested(stop):  # Ctrl-C (ldpsim.engine.interrupt)
-            release_rng(stream, gen)
-            return i
-    release_rng(stream, gen)
-    for q in range(d):
-        theta[q], s[q] = sn_read(s[q], a[q], t[q], ref[q], float(steps))
-    counts[0], counts[1] = clipped, used
-    return steps
+            for lane_index in range(lanes):
+                if done[lane_index] == 0:
+                    done[lane_index] = i
+            break
+    release_lanes(rngs, local)
+    for lane_index in range(lanes):
+        if done[lane_index] == 0:
+            done[lane_index] = steps
+            for q in range(d):
+                theta[lane_index, q], s[lane_index, q] = sn_read(s[lane_index, q], a[lane_index, q],
+                                                                 t[lane_index, q], ref[lane_index, q], float(steps))
+
+
+def run_dpsgd_lanes(gens, data, model: str, sampling: str, steps: int, batch_size: int, c: float, gamma: float,
+                    clip: float, sigma1: float, theta0: float, layout: StreamLayout):
+    """Run DP-SGD for ``steps`` iterations on ``L`` datasets side by side (lanes); one result per lane.
+
+    Parameters
+    ----------
+    gens : sequence of numpy.random.Generator
+        One replication's generator per lane, after its data were drawn; advanced.
+    data : sequence of (X, y, xnorm)
+        Each lane's dataset (:func:`draw_data`), all of one shape.
+    model, sampling, steps, batch_size, c, gamma, clip, sigma1, theta0, layout
+        As :func:`run_dpsgd`.
+
+    Returns
+    -------
+    list of (PathState, float)
+        Per lane what :func:`run_dpsgd` returns; lane ``l``'s numbers are those of
+        ``run_dpsgd(gens[l], *data[l], ...)``, whatever ``L``.
+    """
+    lanes = len(gens)
+    X = np.stack([dat[0] for dat in data])
+    y, xnorm = np.stack([dat[1] for dat in data]), np.stack([dat[2] for dat in data])
+    _, n, d = X.shape
+    work = np.zeros((7, lanes, d))  # grad, ref, s, a, t, block, batch
+    theta = np.full((lanes, d), float(theta0))
+    blocks = np.zeros((lanes, layout.n_blocks, d))
+    batches = np.zeros((lanes, layout.batch_ends.shape[0], d))
+    counts = np.zeros((lanes, 2), dtype=np.int64)
+    done = np.zeros(lanes, dtype=np.int64)
+    perm = np.tile(np.arange(n, dtype=np.int64), (lanes, 1))
+    _dpsgd_path(kernel_lanes(gens), X, y, xnorm, MODEL_CODES[model] == LOGISTIC, SAMPLING_CODES[sampling],
+                int(steps), int(batch_size), float(c), float(gamma), float(clip), float(sigma1),
+                _inv_lambda(batch_size, n), perm, theta, *work[:5], int(layout.block_len), blocks, work[5],
+                layout.batch_ends, batches, work[6], counts, done, interrupt.FLAG, poll_mask(lanes * batch_size * d))
+    interrupt.check()  # a path stopped by Ctrl-C is no result
+    out = []
+    for lane_index in range(lanes):
+        if done[lane_index] < steps:
+            theta[lane_index] = np.nan
+            work[2, lane_index] = np.nan
+        state = PathState(theta[lane_index].copy(), work[2, lane_index].copy(), blocks[lane_index],
+                          batches[lane_index], int(done[lane_index]))
+        out.append((state, _rate(counts[lane_index])))
+    return out
 
 
 def run_dpsgd(gen: np.random.Generator, X, y, xnorm, model: str, sampling: str, steps: int, batch_size: int,
@@ -297,22 +392,8 @@ def run_dpsgd(gen: np.random.Generator, X, y, xnorm, model: str, sampling: str, 
     clip_rate : float
         Share of the per-example gradients used along the path that were clipped.
     """
-    n, d = X.shape
-    work = np.zeros((7, d))  # grad, ref, s, a, t, block, batch
-    theta = np.full(d, float(theta0))
-    blocks = np.zeros((layout.n_blocks, d))
-    batches = np.zeros((layout.batch_ends.shape[0], d))
-    counts = np.zeros(2, dtype=np.int64)
-    perm = np.arange(n, dtype=np.int64)
-    done = _dpsgd_path(kernel_rng(gen), X, y, xnorm, MODEL_CODES[model] == LOGISTIC, SAMPLING_CODES[sampling],
-                       int(steps), int(batch_size), float(c), float(gamma), float(clip), float(sigma1),
-                       _inv_lambda(batch_size, n), perm, theta, *work[:5], int(layout.block_len), blocks, work[5],
-                       layout.batch_ends, batches, work[6], counts, interrupt.FLAG, poll_mask(batch_size * d))
-    interrupt.check()  # a path stopped by Ctrl-C is no result
-    if done < steps:
-        theta[:] = np.nan
-        work[2] = np.nan
-    return PathState(theta, work[2].copy(), blocks, batches, int(done)), _rate(counts)
+    return run_dpsgd_lanes([gen], [(X, y, xnorm)], model, sampling, steps, batch_size, c, gamma, clip, sigma1,
+                           theta0, layout)[0]
 
 
 #: Nanoseconds of a DP-SGD step, ``STEP_NS[0] + STEP_NS[1] m d`` (m examples of d coordinates), measured on a

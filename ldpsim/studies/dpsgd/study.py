@@ -39,8 +39,16 @@ from ..coverage.study import MANY_BATCHES, resolved
 from . import glm
 from .calibration import (DEFAULT_CLIP, DEFAULT_CLIP_HESSIAN, DEFAULT_METHODS, DIM, METHODS, calibrate,
                           dpgd_noise_sd, noise_problem, output_columns, path_target, undefined_methods)
-from .kernel import draw_data, draw_data_twin, replication_seconds, run_dpgd, run_dpgd_twin, run_dpsgd, run_dpsgd_twin
+from .kernel import draw_data, draw_data_twin, replication_seconds, run_dpgd, run_dpgd_twin, run_dpsgd, run_dpsgd_lanes, \
+    run_dpsgd_twin
 
+#: Replications the DP-SGD kernel advances side by side by default (fastest measured, scripts/bench_dpsgd.py),
+#: up to n = LANES_MAX_N points a dataset (each lane holds its own). 1 for now: at m = 1, d = 3 the lanes kernel
+#: at L = 1 runs as fast as the one-replication kernel (52.9 vs 52.4 ns a step), but L = 2, 4, 8 ran at 0.78,
+#: 0.77, 0.72 of its speed per replication-step while their RNG floor stayed at 18-20 ns (idle 2-core EPYC VM,
+#: 2026-11-24): the lane loop's own overhead, not the draws, is what to take out next (issue 19).
+DEFAULT_LANES = 1
+LANES_MAX_N = 100_000
 #: Doubles one replication holds per data point at its peak (measured with tracemalloc: 18 at d = 3): the
 #: sample (X, y, ||x||, the permutation) and the full-sample fits' and clipped moments' temporaries.
 DOUBLES_PER_POINT = 20
@@ -279,16 +287,30 @@ class DpsgdStudy(Study):
     def prepare(self, setting, options, twin=False):
         return setting, options, output_columns(options), calibrate(setting, options["methods"]), twin
 
+    def default_lanes(self, setting, options):
+        # measured (scripts/bench.py --studies): the lanes' chains overlap; the data of every lane is held at once
+        return DEFAULT_LANES if setting.n <= LANES_MAX_N else 1
+
     def replicate(self, job, gen):
+        return self.replicate_lanes(job, [gen])[0]
+
+    def replicate_lanes(self, job, gens):
+        s, options, columns, cal, twin = job
+        datas = [(draw_data_twin if twin else draw_data)(gen, s.model, cal.chol, s.n, glm.THETA_HI[s.model])
+                 for gen in gens]
+        args = (s.model, s.sampling, cal.steps, s.batch_size, s.c, s.gamma, s.clip, cal.sigma1, s.theta0, cal.layout)
+        if twin:
+            paths = [run_dpsgd_twin(gen, *data[1:], *args)[:2] for gen, data in zip(gens, datas)]
+        else:
+            paths = run_dpsgd_lanes(gens, [data[1:] for data in datas], *args)
+        return [self._finish(job, gen, data, *path) for gen, data, path in zip(gens, datas, paths)]
+
+    def _finish(self, job, gen, data, state, clip_rate):
+        """A replication's intervals from its data and DP-SGD path (drawing the private A~, S~, DP-GD from ``gen``)."""
         s, options, columns, cal, twin = job
         methods = options["methods"]
         n, m, d = s.n, s.batch_size, DIM
-        data = (draw_data_twin if twin else draw_data)(gen, s.model, cal.chol, n, glm.THETA_HI[s.model])
         theta_star, X, y, xnorm = data
-        path = run_dpsgd_twin if twin else run_dpsgd
-        out = path(gen, X, y, xnorm, s.model, s.sampling, cal.steps, m, s.c, s.gamma, s.clip, cal.sigma1, s.theta0,
-                   cal.layout)
-        state, clip_rate = out[0], out[1]
         estimates = np.full((len(columns), d), np.nan)
         bounds = np.full((len(columns), d, 2), np.nan)
         oracle_est, oracle_cov, converged = glm.full_sample_fit(s.model, X, y)
