@@ -407,7 +407,8 @@ def study_benchmarks(repeats: int) -> dict:
     import bench_online
     import bench_sagd
 
-    out = {"dpsgd": bench_dpsgd.bench(repeats), "sagd": bench_sagd.bench(repeats),
+    out = {"dpsgd": bench_dpsgd.bench(repeats), "dpsgd_lanes": bench_dpsgd.bench_lanes(repeats),
+           "sagd": bench_sagd.bench(repeats),
            "online": bench_online.bench(repeats)}
     d, s, o = out["dpsgd"], out["sagd"], out["online"]
     figure2 = Path(__file__).resolve().parents[1] / "results" / "dpsgd" / "meta.json"
@@ -418,6 +419,12 @@ def study_benchmarks(repeats: int) -> dict:
     for m in (1, 10):
         print(f"DP-SGD step (002), m = {m:2d}: {d[f'm{m}_ns_per_step']:.1f} ns, floor {d[f'm{m}_floor_ns_per_step']:.1f}: "
               f"ratio {d[f'm{m}_ratio']:.2f}")
+    lanes = out["dpsgd_lanes"]
+    for width in (1, lanes["lanes"]):
+        print(f"DP-SGD lanes, m = 1, L = {width}: {lanes[f'L{width}_ns']:.1f} ns per replication-step, floor "
+              f"{lanes[f'L{width}_floor_ns']:.1f} with the same lanes: ratio {lanes[f'L{width}_ratio']:.2f}")
+    print(f"  L = {lanes['lanes']} over L = 1: {lanes['speedup']:.2f}x; default L = {lanes['default']} "
+          "(every other kernel: 1, no lanes body; scripts/instructions.py)")
     print(f"SAGD step (001, n = {s['n']}, d = {s['d']}): {s['kernel_ns_per_step'] / 1e3:.1f} us, "
           f"{s['kernel_over_floor']:.2f} x its floor (one pass for the mean gradient + the draws)")
     print(f"online Huber d = 10 (004): {o['huber_d10_ns_per_step']:.1f} ns/step, "

@@ -46,7 +46,9 @@ from .kernel import draw_data, draw_data_twin, replication_seconds, run_dpgd, ru
 #: up to n = LANES_MAX_N points a dataset (each lane holds its own). 1 for now: at m = 1, d = 3 the lanes kernel
 #: at L = 1 runs as fast as the one-replication kernel (52.9 vs 52.4 ns a step), but L = 2, 4, 8 ran at 0.78,
 #: 0.77, 0.72 of its speed per replication-step while their RNG floor stayed at 18-20 ns (idle 2-core EPYC VM,
-#: 2026-11-24): the lane loop's own overhead, not the draws, is what to take out next (issue 19).
+#: 2026-11-24). The kernel is bound by its instruction count, not by its dependency chain (scripts/instructions.py:
+#: about 4 instructions a cycle at L = 1), so lanes only add work (lane indices, generator words in memory);
+#: README "Performance" has the table.
 DEFAULT_LANES = 1
 LANES_MAX_N = 100_000
 #: Doubles one replication holds per data point at its peak (measured with tracemalloc: 18 at d = 3): the
