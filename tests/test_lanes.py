@@ -23,13 +23,13 @@ def test_the_dpsgd_lanes_kernel_gives_each_lane_its_twin(model, sampling, m):
     n, steps = 40, 700
     layout = StreamLayout.build(steps, 0.75, 0.501)
     args = (model, sampling, steps, m, 0.3, 0.501, 1.0, 0.7, 0.0, layout)
-    twin_gens = _gens(4)
+    twin_gens = _gens(8)
     twins = [K.run_dpsgd_twin(g, *K.draw_data_twin(g, model, CHOL, n, 1.0)[1:], *args) for g in twin_gens]
-    for lanes in (1, 2, 3, 4):
-        gens = _gens(4)
+    for lanes in (1, 2, 3, 4, 8):
+        gens = _gens(8)
         data = [K.draw_data(g, model, CHOL, n, 1.0)[1:] for g in gens]
         outs = []
-        for first in range(0, 4, lanes):  # 3 lanes: a remainder of 1
+        for first in range(0, 8, lanes):  # 3 lanes: a remainder of 2
             outs += K.run_dpsgd_lanes(gens[first:first + lanes], data[first:first + lanes], *args)
         for (state, rate), (twin, twin_rate, _), gen, twin_gen in zip(outs, twins, gens, twin_gens):
             assert np.array_equal(state.theta_bar, twin.theta_bar) and np.array_equal(state.sn_v, twin.sn_v)
