@@ -66,3 +66,14 @@ def test_a_dpsgd_run_is_the_same_for_any_lanes(lanes):
 def test_lanes_out_of_range_is_one_line(lanes, message):
     with pytest.raises(ldpsim.ConfigError, match=message):
         ldpsim.run({"study": "dpsgd", "n": 60, "kappa": 1.2, "reps": 2}, progress=False, lanes=lanes)
+
+
+@pytest.mark.parametrize("config", [
+    {"model": "quantile", "tau": [0.5, 0.9], "n": 3000, "reps": 7, "seed": 5, "B": 50, "beta": [0.6, 0.75]},
+    {"model": "quantile_regression", "n": 2000, "reps": 5, "seed": 6, "B": 50},
+], ids=["quantile", "quantile_regression"])
+def test_a_study_without_a_lanes_kernel_gives_the_same_tables_for_any_lanes(config):
+    # its replications run one by one under any L (Study.replicate_lanes' default loop); a chunk of 7 at
+    # L = 4 is a group of 4 and a remainder of 3, and grouped settings (beta) keep their shared path
+    one = ldpsim.run(config, n_jobs=1, progress=False, lanes=1).tables
+    assert ldpsim.run(config, n_jobs=1, progress=False, lanes=4).tables == one
