@@ -33,6 +33,7 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
 from .jit import DISABLED, JIT_OPTIONS, jit
+from .lanes import LaneVector, as_vector
 
 #: The bit generator of every replication stream.
 BIT_GENERATOR = np.random.SFC64
@@ -486,6 +487,9 @@ def _draws(func, method, intrinsic_draw):
             return lambda gen: intrinsic_draw(_state_words(gen.address))
         if _is_local(gen):  # the kernel's copy, which LLVM keeps in registers
             return lambda gen: intrinsic_draw(gen.words)
+        if _is_local_lanes(gen):  # the copies of L generators, as vectors: a LaneVector of L draws
+            vector_draw = _LANES_DRAW[func]
+            return lambda gen: vector_draw(gen.words)
         return None
 
     # inlined in numba's IR: a call would reference-count the generator, which costs more than a draw
@@ -549,6 +553,8 @@ def release_rng(rng, local):
 def _local_rng(rng):
     if _is_stream(rng):
         return lambda rng: Sfc64Local(_copy_in(rng.address))
+    if _is_lanes(rng):
+        return lambda rng: Sfc64LocalLanes(_copy_in_lanes(rng.addresses))
     return lambda rng: rng
 
 
@@ -556,8 +562,13 @@ def _local_rng(rng):
 def _release_rng(rng, local):
     if _is_stream(rng):
         return lambda rng, local: _copy_out(rng.address, local.words)
+    if _is_lanes(rng):
+        return lambda rng, local: _copy_out_lanes(rng.addresses, local.words)
     return lambda rng, local: None
 
+
+#: The lanes' draw of each function (filled below, where the lanes' intrinsics are made).
+_LANES_DRAW: dict = {}
 
 # on a numba Generator the Python bodies themselves compile: they call its methods
 _draws(uniform, uniform, _uniform_intrinsic)
@@ -566,13 +577,17 @@ _draws(exponential, exponential, _exponential_intrinsic)
 
 
 # --- lanes: the generators of several replications in one kernel ------------------
-# A kernel that advances L replications side by side (issue 19) holds L generators. It is
-# handed kernel_lanes(gens): the C state addresses of their SFC64 generators as a tuple, so
-# that L is a constant of the compiled code. local_lanes copies the 4 L words onto its stack
-# (after LLVM unrolls the loop over lanes, each word is a register or a stack slot, never the
-# generators' own memory), lane(local, l) is lane l's Sfc64Local (uniform, normal and exponential
-# draw from it exactly as from a single kernel's copy), and release_lanes writes every lane's
-# words back. Each lane's numbers are its own generator's, bit for bit; L = 1 is local_rng.
+# A kernel that advances L replications side by side (issue 19; ldpsim.engine.lanes) is handed
+# kernel_rngs(gens): the C state addresses of their L SFC64 generators, a tuple, so that L is a
+# constant of the compiled code. local_rng copies the words into four vectors <L x i64> on the
+# kernel's stack (word k of every lane in one vector, which LLVM keeps in a register), and
+# uniform, normal and exponential then step all L states with vector instructions and return a
+# LaneVector: lane l's number is the one lane l's generator gives, bit for bit. The ziggurat's
+# layer test is made for all lanes at once; a lane that fails it (1.1% of normals, 1.1% of
+# exponentials) takes numpy's slow path alone, on its own words (_normal_rest, _exponential_rest),
+# while the others wait. normal_where, uniform_where and exponential_where draw only in the lanes
+# a mask selects (the others keep their state and their old number): the rejection loops of
+# lane-generic kernels. release_rng writes every lane's words back.
 
 
 class Sfc64Lanes(NamedTuple):
@@ -582,16 +597,19 @@ class Sfc64Lanes(NamedTuple):
     owners: tuple
 
 
-def kernel_lanes(gens):
-    """What a lanes kernel is handed to draw from the generators ``gens`` (a sequence, one per lane).
+def kernel_rngs(gens):
+    """What a lane-generic kernel is handed to draw from the generators ``gens`` (one per lane).
 
-    An :class:`Sfc64Lanes` when every generator is on SFC64; the tuple of
-    generators otherwise (numba's ``Generator`` per lane) and in plain Python.
+    :func:`kernel_rng` of the one generator for a single lane; an
+    :class:`Sfc64Lanes` for several, which must all be on SFC64 (the lanes
+    step SFC64 with vector instructions) and need numba.
     """
     gens = tuple(gens)
-    if not DISABLED and all(type(g.bit_generator) is np.random.SFC64 for g in gens):
-        return Sfc64Lanes(tuple(np.uint64(g.bit_generator.ctypes.state_address) for g in gens), gens)
-    return gens
+    if len(gens) == 1:
+        return kernel_rng(gens[0])
+    if DISABLED or not all(type(g.bit_generator) is np.random.SFC64 for g in gens):
+        raise ValueError("lanes need numba and generators on SFC64; run one lane at a time")
+    return Sfc64Lanes(tuple(np.uint64(g.bit_generator.ctypes.state_address) for g in gens), gens)
 
 
 def _is_lanes(rngs) -> bool:
@@ -599,25 +617,31 @@ def _is_lanes(rngs) -> bool:
 
 
 class Sfc64LocalLanes(NamedTuple):
-    """A lanes kernel's private copy of ``L`` SFC64 states: a pointer to ``4 L`` words on its stack."""
+    """A lanes kernel's private copy of ``L`` SFC64 states: a pointer to four ``<L x i64>`` vectors on its stack."""
 
     words: object
 
 
+def _is_local_lanes(local) -> bool:
+    return isinstance(local, types.BaseNamedTuple) and local.instance_class is Sfc64LocalLanes
+
+
 @intrinsic
 def _copy_in_lanes(typingctx, addresses):
-    """``4 L`` words on the calling function's stack, lane ``j``'s four copied from ``addresses[j]``."""
+    """Four vectors on the calling function's stack: word ``k`` of lane ``j`` copied from ``addresses[j]``."""
     count = len(addresses)
-    sig = types.CPointer(types.uint64)(addresses)
+    sig = types.CPointer(LaneVector(types.int64, count))(addresses)
 
     def codegen(context, builder, signature, args):
-        word = ir.IntType(64)
-        slot = cgutils.alloca_once(builder, word, size=4 * count, name="sfc64_lanes")
-        for j in range(count):
-            src = builder.inttoptr(builder.extract_value(args[0], j), word.as_pointer())
-            for k in range(4):
-                value = builder.load(builder.gep(src, [ir.Constant(_I32, k)]))
-                builder.store(value, builder.gep(slot, [ir.Constant(_I32, 4 * j + k)]))
+        vty = ir.VectorType(_I64, count)
+        slot = cgutils.alloca_once(builder, vty, size=4, name="sfc64_lanes")
+        for k in range(4):
+            vector = ir.Constant(vty, ir.Undefined)
+            for j in range(count):
+                src = builder.inttoptr(builder.extract_value(args[0], j), _I64.as_pointer())
+                vector = builder.insert_element(vector, builder.load(builder.gep(src, [ir.Constant(_I32, k)])),
+                                                ir.Constant(_I32, j))
+            builder.store(vector, _word(builder, slot, k))
         return slot
 
     return sig, codegen
@@ -630,114 +654,215 @@ def _copy_out_lanes(typingctx, addresses, words):
     sig = types.void(addresses, words)
 
     def codegen(context, builder, signature, args):
-        word = ir.IntType(64)
-        for j in range(count):
-            dst = builder.inttoptr(builder.extract_value(args[0], j), word.as_pointer())
-            for k in range(4):
-                value = builder.load(builder.gep(args[1], [ir.Constant(_I32, 4 * j + k)]))
-                builder.store(value, builder.gep(dst, [ir.Constant(_I32, k)]))
+        for k in range(4):
+            vector = builder.load(_word(builder, args[1], k))
+            for j in range(count):
+                dst = builder.inttoptr(builder.extract_value(args[0], j), _I64.as_pointer())
+                builder.store(builder.extract_element(vector, ir.Constant(_I32, j)),
+                              builder.gep(dst, [ir.Constant(_I32, k)]))
         return context.get_dummy_value()
 
     return sig, codegen
 
 
-@intrinsic
-def _lane_words(typingctx, words, lane_index):
-    """Lane ``lane_index``'s four words: ``words + 4 lane_index``."""
-    sig = words(words, lane_index)
-
-    def codegen(context, builder, signature, args):
-        at = builder.mul(builder.sext(args[1], _I64) if args[1].type.width < 64 else args[1], ir.Constant(_I64, 4))
-        return builder.gep(args[0], [at])
-
-    return sig, codegen
+def _vconst(vty, value):
+    return ir.Constant(vty, [ir.Constant(vty.element, value)] * vty.count)
 
 
-def local_lanes(rngs):
-    """A lanes kernel's private copy of the states of :func:`kernel_lanes`; :func:`release_lanes` writes it back."""
-    return rngs
+def _emit_vnext(builder, p, vty, mask=None):
+    """SFC64's step on every lane of the vectors at ``p`` (only the lanes of ``mask``, if given); the outputs."""
+    a, b, c, counter = (builder.load(_word(builder, p, k)) for k in range(4))
+    tmp = builder.add(builder.add(a, b), counter)
+    rotl = builder.or_(builder.shl(c, _vconst(vty, 24)), builder.lshr(c, _vconst(vty, 40)))
+    new = (builder.xor(b, builder.lshr(b, _vconst(vty, 11))), builder.add(c, builder.shl(c, _vconst(vty, 3))),
+           builder.add(rotl, tmp), builder.add(counter, _vconst(vty, 1)))
+    for k, (old, value) in enumerate(zip((a, b, c, counter), new)):
+        builder.store(value if mask is None else builder.select(mask, value, old), _word(builder, p, k))
+    return tmp
 
 
-def release_lanes(rngs, local):
-    """Write a lanes kernel's copy (:func:`local_lanes`) back into every generator."""
+def _lookup(builder, name, values, kind, idx, count):
+    """``values[idx[j]]`` in lane ``j``: one load per lane (faster than a gather instruction on the machine measured)."""
+    table = _table(builder, name, values, kind)
+    out = ir.Constant(ir.VectorType(kind, count), ir.Undefined)
+    for j in range(count):
+        at = ir.Constant(_I32, j)
+        out = builder.insert_element(out, _entry(builder, table, builder.extract_element(idx, at)), at)
+    return out
 
 
-def lane(local, index):
-    """Lane ``index``'s generator, to hand to :func:`uniform`, :func:`normal`, :func:`exponential`."""
-    return local[index]
+def _rest_function(context, builder, rest, signature, extra_types, count):
+    """The lanes' slow path of ``rest``: an LLVM function ``(s0..s3, bits, extra...) -> {x, s0..s3}`` (one per module).
 
-
-def lane_count(rngs) -> int:
-    """``L``, the number of lanes of :func:`kernel_lanes` (a compile-time constant of the kernel)."""
-    return len(rngs)
-
-
-def save_lane(local, index, out):
-    """Copy lane ``index``'s state into ``out`` (four uint64), to put back with :func:`restore_lane`.
-
-    A lane that stops early (a diverged path) keeps drawing with the others;
-    saving its state where it stopped and restoring it before
-    :func:`release_lanes` leaves its generator where a run of its own would.
+    It redraws, one lane after the other, the lanes whose bits are set in
+    ``bits`` (lowest first), by numpy's slow path (``rest``) on that lane's
+    words; the state vectors go in and out by value, so the kernel's stay in
+    registers. (LLVM's ``preserve_all`` calling convention, which would spare
+    the caller its saves around the call, gave 4% at 8 lanes and wrong numbers
+    at 3 and 4 lanes on LLVM 22: not used.)
     """
-    out[:] = local[index].bit_generator.state["state"]["state"]
+    module = builder.module
+    name = f"ldpsim_lanes_{rest.py_func.__name__}_{count}"
+    function = module.globals.get(name)
+    if function is not None:
+        return function
+    vty, fty = ir.VectorType(_I64, count), ir.VectorType(_F64, count)
+    result = ir.LiteralStructType([fty, vty, vty, vty, vty])
+    function = ir.Function(module, ir.FunctionType(result, [vty] * 4 + [_I64] + list(extra_types)), name)
+    function.linkage = "internal"
+    function.attributes.add("noinline")
+    function.attributes.add("cold")
+    entry, loop, done = (function.append_basic_block(label) for label in ("entry", "lane", "done"))
+    b = ir.IRBuilder(entry)
+    words0, bits0, extra = list(function.args[:4]), function.args[4], list(function.args[5:])
+    b.branch(loop)
+    b.position_at_end(loop)
+    bits, x = b.phi(_I64), b.phi(fty)
+    words = [b.phi(vty) for _ in range(4)]
+    bits.add_incoming(bits0, entry)
+    x.add_incoming(extra[-1], entry)  # the fast path's draw: the last extra argument
+    for word, word0 in zip(words, words0):
+        word.add_incoming(word0, entry)
+    cttz = cgutils.get_or_insert_function(module, ir.FunctionType(_I64, [_I64, ir.IntType(1)]), "llvm.cttz.i64")
+    lane = b.call(cttz, [bits, ir.Constant(ir.IntType(1), 1)])
+    cres = context.compile_subroutine(b, rest.py_func, signature)
+    _, out = context.call_conv.call_function(b, context.declare_function(module, cres.fndesc), signature.return_type,
+                                             signature.args, [b.extract_element(v, lane) for v in words + extra])
+    new_words = [b.insert_element(word, b.extract_value(out, k + 1), lane) for k, word in enumerate(words)]
+    new_x = b.insert_element(x, b.extract_value(out, 0), lane)
+    left = b.and_(bits, b.sub(bits, ir.Constant(_I64, 1)))  # the lanes still to redraw
+    latch = b.block
+    bits.add_incoming(left, latch)
+    x.add_incoming(new_x, latch)
+    for word, new in zip(words, new_words):
+        word.add_incoming(new, latch)
+    b.cbranch(b.icmp_unsigned("!=", left, ir.Constant(_I64, 0)), loop, done)
+    b.position_at_end(done)
+    out = ir.Constant(result, ir.Undefined)
+    for k, value in enumerate([new_x] + new_words):
+        out = b.insert_value(out, value, k)
+    b.ret(out)
+    return function
 
 
-def restore_lane(local, index, saved):
-    """Put back the state :func:`save_lane` copied."""
-    gen = local[index].bit_generator
-    state = gen.state
-    state["state"]["state"] = np.array(saved, dtype=np.uint64)
-    gen.state = state
+def _emit_vrest(context, builder, p, accept, x, rest, signature, extra, count):
+    """``x``, with each lane that failed the layer test (``accept`` false) redrawn by numpy's slow path alone.
+
+    ``extra`` are the slow path's arguments after the state words, as vectors, ``x`` last.
+    """
+    bits = builder.zext(builder.bitcast(builder.not_(accept), ir.IntType(count)), _I64)
+    here = builder.block
+    with builder.if_then(builder.icmp_unsigned("!=", bits, ir.Constant(_I64, 0)), likely=False):
+        function = _rest_function(context, builder, rest, signature, [e.type for e in extra], count)
+        words = [builder.load(_word(builder, p, k)) for k in range(4)]
+        out = builder.call(function, words + [bits] + list(extra))
+        for k in range(4):
+            builder.store(builder.extract_value(out, k + 1), _word(builder, p, k))
+        redrawn = builder.extract_value(out, 0)
+        slow = builder.block
+    result = builder.phi(x.type)
+    result.add_incoming(x, here)
+    result.add_incoming(redrawn, slow)
+    return result
 
 
-@overload(local_lanes, jit_options=JIT_OPTIONS, inline="always")
-def _local_lanes(rngs):
-    if _is_lanes(rngs):
-        return lambda rngs: Sfc64LocalLanes(_copy_in_lanes(rngs.addresses))
-    return lambda rngs: rngs
+def _lanes_draw(emit):
+    """Intrinsics ``draw(p)`` and ``draw_where(p, mask, other)`` on the lane vectors at ``p``, made by ``emit``."""
+    @intrinsic
+    def draw(typingctx, p):
+        count = p.dtype.count
+        sig = LaneVector(types.float64, count)(p)
+
+        def codegen(context, builder, signature, args):
+            return emit(context, builder, args[0], count, None)
+
+        return sig, codegen
+
+    @intrinsic
+    def draw_where(typingctx, p, mask, other):
+        count = p.dtype.count
+        result = LaneVector(types.float64, count)
+        sig = result(p, mask, other)
+
+        def codegen(context, builder, signature, args):
+            lanes = as_vector(context, builder, args[1], mask, LaneVector(types.boolean, count))
+            fresh = emit(context, builder, args[0], count, lanes)
+            return builder.select(lanes, fresh, as_vector(context, builder, args[2], other, result))
+
+        return sig, codegen
+
+    return draw, draw_where
 
 
-def _is_local_lanes(local) -> bool:
-    return isinstance(local, types.BaseNamedTuple) and local.instance_class is Sfc64LocalLanes
+def _emit_vuniform(context, builder, p, count, mask):
+    vty = ir.VectorType(_I64, count)
+    r = _emit_vnext(builder, p, vty, mask)
+    return builder.fmul(builder.uitofp(builder.lshr(r, _vconst(vty, 11)), ir.VectorType(_F64, count)),
+                        _vconst(ir.VectorType(_F64, count), _TO_DOUBLE))
 
 
-@overload(release_lanes, jit_options=JIT_OPTIONS, inline="always")
-def _release_lanes(rngs, local):
-    if _is_lanes(rngs):
-        return lambda rngs, local: _copy_out_lanes(rngs.addresses, local.words)
-    return lambda rngs, local: None
+def _emit_vnormal(context, builder, p, count, mask):
+    vty, fty = ir.VectorType(_I64, count), ir.VectorType(_F64, count)
+    r = _emit_vnext(builder, p, vty, mask)
+    idx = builder.and_(r, _vconst(vty, 0xFF))
+    rabs = builder.and_(builder.lshr(r, _vconst(vty, 9)), _vconst(vty, int(_MASK52)))
+    magnitude = builder.fmul(builder.uitofp(rabs, fty), _lookup(builder, "wi", wi_double, _F64, idx, count))
+    negative = builder.trunc(builder.lshr(r, _vconst(vty, 8)), ir.VectorType(ir.IntType(1), count))
+    x = builder.select(negative, builder.fneg(magnitude), magnitude)
+    accept = builder.icmp_unsigned("<", rabs, _lookup(builder, "ki", ki_double, _I64, idx, count))
+    if mask is not None:  # lanes that did not draw need no slow path
+        accept = builder.or_(accept, builder.not_(mask))
+    return _emit_vrest(context, builder, p, accept, x, _normal_rest, _NORMAL_REST, [idx, rabs, x], count)
 
 
-@overload(lane, jit_options=JIT_OPTIONS, inline="always")
-def _lane(local, index):
-    if _is_local_lanes(local):
-        return lambda local, index: Sfc64Local(_lane_words(local.words, index))
-    return lambda local, index: local[index]
+def _emit_vexponential(context, builder, p, count, mask):
+    vty, fty = ir.VectorType(_I64, count), ir.VectorType(_F64, count)
+    r = builder.lshr(_emit_vnext(builder, p, vty, mask), _vconst(vty, 3))
+    idx = builder.and_(r, _vconst(vty, 0xFF))
+    ri = builder.lshr(r, _vconst(vty, 8))
+    x = builder.fmul(builder.uitofp(ri, fty), _lookup(builder, "we", we_double, _F64, idx, count))
+    accept = builder.icmp_unsigned("<", ri, _lookup(builder, "ke", ke_double, _I64, idx, count))
+    if mask is not None:
+        accept = builder.or_(accept, builder.not_(mask))
+    return _emit_vrest(context, builder, p, accept, x, _exponential_rest, _EXPONENTIAL_REST, [idx, x], count)
 
 
-@overload(lane_count, jit_options=JIT_OPTIONS, inline="always")
-def _lane_count(rngs):
-    count = rngs.types[0].count if _is_lanes(rngs) else len(rngs)
-    return lambda rngs: count
+_vuniform, _vuniform_where = _lanes_draw(_emit_vuniform)
+_vnormal, _vnormal_where = _lanes_draw(_emit_vnormal)
+_vexponential, _vexponential_where = _lanes_draw(_emit_vexponential)
 
 
-@overload(save_lane, jit_options=JIT_OPTIONS, inline="always")
-def _save_lane(local, index, out):
-    if _is_local_lanes(local):
-        def impl(local, index, out):
-            words = _lane_words(local.words, index)
-            for k in range(4):
-                out[k] = words[k]
+def uniform_where(gen, mask, other):
+    """A ``U[0, 1)`` draw where ``mask`` holds, ``other`` elsewhere (lanes: only the lanes of ``mask`` draw)."""
+    return uniform(gen) if mask else other
+
+
+def normal_where(gen, mask, other):
+    """A standard normal draw where ``mask`` holds, ``other`` elsewhere (lanes: only the lanes of ``mask`` draw)."""
+    return normal(gen) if mask else other
+
+
+def exponential_where(gen, mask, other):
+    """A standard exponential draw where ``mask`` holds, ``other`` elsewhere (only the lanes of ``mask`` draw)."""
+    return exponential(gen) if mask else other
+
+
+def _draws_where(func, draw, vector_where):
+    def typer(gen, mask, other):
+        if _is_local_lanes(gen):
+            return lambda gen, mask, other: vector_where(gen.words, mask, other)
+        def impl(gen, mask, other):
+            if mask:
+                return draw(gen)
+            return other
+
         return impl
-    return None
+
+    overload(func, jit_options=JIT_OPTIONS, inline="always")(typer)
 
 
-@overload(restore_lane, jit_options=JIT_OPTIONS, inline="always")
-def _restore_lane(local, index, saved):
-    if _is_local_lanes(local):
-        def impl(local, index, saved):
-            words = _lane_words(local.words, index)
-            for k in range(4):
-                words[k] = saved[k]
-        return impl
-    return None
+_draws_where(uniform_where, uniform, _vuniform_where)
+_draws_where(normal_where, normal, _vnormal_where)
+_draws_where(exponential_where, exponential, _vexponential_where)
+
+_LANES_DRAW.update({uniform: _vuniform, normal: _vnormal, exponential: _vexponential})
