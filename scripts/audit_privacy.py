@@ -165,9 +165,9 @@ def dpsgd_pair(clip: float, batch_size: int, sampling: str, d: int = 2, logistic
         xnorm = np.sqrt((X * X).sum(axis=1))
         grad = np.zeros(d)
         for i in range(batch_size - 1):
-            _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad)
+            _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad, True)
         shared = grad.copy()
-        _add_clipped(X, y, xnorm, batch_size - 1, theta, logistic, clip, grad)
+        _add_clipped(X, y, xnorm, batch_size - 1, theta, logistic, clip, grad, True)
         means.append((shared if sampling == "poisson" and y_last < 0 else grad) / batch_size)
     return means[0], means[1]
 

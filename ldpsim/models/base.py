@@ -164,8 +164,13 @@ class Model(ABC):
         return values
 
     @abstractmethod
-    def kernel_params(self):
-        """The record passed to the kernels (a registered NamedTuple)."""
+    def kernel_params(self, lanes: int = 1):
+        """The record passed to the kernels (a registered NamedTuple).
+
+        For a kernel of ``lanes`` replications side by side
+        (:mod:`ldpsim.engine.lanes`), the record's scratch arrays (the
+        observation being drawn) hold one per lane: :func:`~ldpsim.engine.lanes.lane_array`.
+        """
 
     @abstractmethod
     def theta_star(self) -> np.ndarray:

@@ -43,6 +43,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import optimize, special, stats
 
+from ..engine.lanes import all_lanes, any_lane, lane_array, where
 from ..engine.rng import normal
 from ..privacy.mechanisms import add_noise
 from .base import add_privatized_gradient, constrain
@@ -139,9 +140,12 @@ def huber_gradient(params, theta, gen, out):
     gs = 0.5 * (params.kappa - psi * psi)
     if params.clip > 0.0:
         norm2 = psi * psi * sq + gs * gs
-        w = 1.0 if norm2 <= params.clip * params.clip else params.clip / math.sqrt(norm2)
+        inside = norm2 <= params.clip * params.clip
+        w = 1.0
+        if not all_lanes(inside):  # (divides only where some lane is outside)
+            w = where(inside, 1.0, params.clip / math.sqrt(norm2))
     else:
-        w = 1.0 if sq <= 2.0 else 2.0 / sq
+        w = where(sq <= 2.0, 1.0, 2.0 / sq)
     add_scaled(out, -psi * w, x)
     out[p1] += gs * w
     add_noise(params.noise, gen, out)
@@ -159,8 +163,9 @@ def keep_scale_positive(params, theta):
     post-processing, so the privacy guarantee is unchanged.
     """
     p1 = theta.shape[0] - 1
-    if theta[p1] < params.floor:
-        theta[p1] = params.floor
+    scale = theta[p1]
+    if any_lane(scale < params.floor):
+        theta[p1] = where(scale < params.floor, params.floor, scale)
 
 
 class HuberModel(OnlineModel):
@@ -187,9 +192,9 @@ class HuberModel(OnlineModel):
     def start(self) -> np.ndarray:
         return np.r_[np.zeros(self.d + 1), 1.0]
 
-    def kernel_params(self):
+    def kernel_params(self, lanes: int = 1):
         return HuberParams(self.c, self.kappa, self.error_sd, float(self.clip or 0.0), SCALE_FLOOR, self.coef,
-                           np.zeros(self.d + 1), self.noise_record())
+                           lane_array(self.d + 1, lanes), self.noise_record())
 
     # --- population quantities ----------------------------------------------------
 

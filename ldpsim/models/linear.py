@@ -63,8 +63,8 @@ class LinearModel(RegressionModel):
     def gradient_bounds(self) -> np.ndarray:
         return self.clip * self.covariates.bounds(self.dim)
 
-    def kernel_params(self):
-        return LinearParams(self.clip, *self._common())
+    def kernel_params(self, lanes: int = 1):
+        return LinearParams(self.clip, *self._common(lanes))
 
     def hessian(self) -> np.ndarray:
         """``G = P(|e| <= R) Sigma_X``."""

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special
 
+from ..engine.lanes import where
 from ..engine.rng import uniform
 from ..privacy.mechanisms import add_noise
 from .base import add_privatized_gradient
@@ -37,7 +38,7 @@ def logistic_gradient(params, theta, gen, out):
     x = params.x
     draw_covariates(params.covariates, gen, x)
     fit, mean = predictors(x, theta, params.coef)
-    y = 1.0 if uniform(gen) * (1.0 + math.exp(-mean)) < 1.0 else 0.0  # u < s(mean), without a division
+    y = where(uniform(gen) * (1.0 + math.exp(-mean)) < 1.0, 1.0, 0.0)  # u < s(mean), without a division
     w = 1.0 / (1.0 + math.exp(-fit)) - y
     add_scaled(out, w, x)
     add_noise(params.noise, gen, out)
@@ -51,8 +52,8 @@ class LogisticModel(RegressionModel):
     def gradient_bounds(self) -> np.ndarray:
         return self.covariates.bounds(self.dim)
 
-    def kernel_params(self):
-        return LogisticParams(*self._common())
+    def kernel_params(self, lanes: int = 1):
+        return LogisticParams(*self._common(lanes))
 
     def hessian(self) -> np.ndarray:
         """``G = E[s(X^T beta) (1 - s(X^T beta)) X X^T]`` by Gauss-Legendre quadrature."""

@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import optimize, special
 
+from ..engine.lanes import all_lanes, lane_array, where
 from ..engine.rng import normal, uniform
 from ..privacy.mechanisms import add_noise
 from .base import add_privatized_gradient
@@ -61,13 +62,16 @@ def logistic_online_gradient(params, theta, gen, out):
         x[j] = z
         sq += z * z
     fit, mean = predictors(x, theta, params.coef)
-    y = 1.0 if uniform(gen) * (1.0 + math.exp(-mean)) < 1.0 else 0.0  # u < s(mean), without a division
+    y = where(uniform(gen) * (1.0 + math.exp(-mean)) < 1.0, 1.0, 0.0)  # u < s(mean), without a division
     r = 1.0 / (1.0 + math.exp(-fit)) - y
     if params.clip > 0.0:
         norm = abs(r) * math.sqrt(sq)
-        w = 1.0 if norm <= params.clip else params.clip / norm
+        inside = norm <= params.clip
+        w = 1.0
+        if not all_lanes(inside):  # (divides only where some lane is outside)
+            w = where(inside, 1.0, params.clip / norm)
     else:
-        w = 1.0 if sq <= 2.0 else 2.0 / sq
+        w = where(sq <= 2.0, 1.0, 2.0 / sq)
     add_scaled(out, r * w, x)
     add_noise(params.noise, gen, out)
 
@@ -91,8 +95,9 @@ class LogisticMallowsModel(OnlineModel):
         """``2 sup ||x|| w(x) = 2 sqrt(2)``."""
         return 2.0 * MALLOWS_NORM_SUP
 
-    def kernel_params(self):
-        return LogisticOnlineParams(float(self.clip or 0.0), self.coef, np.zeros(self.d + 1), self.noise_record())
+    def kernel_params(self, lanes: int = 1):
+        return LogisticOnlineParams(float(self.clip or 0.0), self.coef, lane_array(self.d + 1, lanes),
+                                    self.noise_record())
 
     # --- population quantities ----------------------------------------------------
 

@@ -53,7 +53,7 @@ class MeanModel(Model):
         # the gradient theta - X ranges over an interval of length 1: bound 1/2 about its centre
         self.mechanism = make_mechanism(mechanism, self.epsilon, [0.5], delta)
 
-    def kernel_params(self):
+    def kernel_params(self, lanes: int = 1):
         return MeanParams(noise_record(self.mechanism))
 
     def theta_star(self) -> np.ndarray:

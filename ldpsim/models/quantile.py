@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
+from ..engine.lanes import where
 from ..engine.rng import normal
 from ..privacy.mechanisms import RandomizedResponse, randomized_response
 from .base import Model, register_scalar
@@ -49,13 +50,13 @@ class QuantilePlain(NamedTuple):
 def quantile_rr_gradient(params, theta, gen):
     """Draw ``X ~ N(0, 1)`` and return the debiased randomized-response gradient."""
     report = randomized_response(normal(gen) <= theta, gen, params.flip_prob)
-    return params.high if report else params.low
+    return where(report, params.high, params.low)
 
 
 @register_scalar(QuantilePlain)
 def quantile_plain_gradient(params, theta, gen):
     """Draw ``X ~ N(0, 1)`` and return ``-tau + 1{X <= theta}``."""
-    return params.high if normal(gen) <= theta else params.low
+    return where(normal(gen) <= theta, params.high, params.low)
 
 
 class QuantileModel(Model):
@@ -80,7 +81,7 @@ class QuantileModel(Model):
         self.epsilon = float(epsilon)
         self.mechanism = None if math.isinf(self.epsilon) else RandomizedResponse(self.epsilon)
 
-    def kernel_params(self):
+    def kernel_params(self, lanes: int = 1):
         if self.mechanism is None:
             return QuantilePlain(self.tau, 1.0 - self.tau, 0.0 - self.tau)
         rr = self.mechanism

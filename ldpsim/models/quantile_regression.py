@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
+from ..engine.lanes import where
 from ..engine.rng import normal
 from ..privacy.mechanisms import add_noise
 from .base import add_privatized_gradient
@@ -36,7 +37,7 @@ def quantile_regression_gradient(params, theta, gen, out):
     x = params.x
     draw_covariates(params.covariates, gen, x)
     fit, mean = predictors(x, theta, params.coef)
-    w = (1.0 if mean + normal(gen) <= fit else 0.0) - params.tau
+    w = where(mean + normal(gen) <= fit, 1.0, 0.0) - params.tau
     add_scaled(out, w, x)
     add_noise(params.noise, gen, out)
 
@@ -65,8 +66,8 @@ class QuantileRegressionModel(RegressionModel):
     def gradient_bounds(self) -> np.ndarray:
         return max(self.tau, 1.0 - self.tau) * self.covariates.bounds(self.dim)
 
-    def kernel_params(self):
-        coef, x, law, noise = self._common()
+    def kernel_params(self, lanes: int = 1):
+        coef, x, law, noise = self._common(lanes)
         coef = coef.copy()
         coef[0] -= self.shift  # the error's shift, folded into the intercept of the mean
         return QuantileRegressionParams(self.tau, coef, x, law, noise)

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..engine.lanes import lane_array
 from ..privacy.mechanisms import make_mechanism, noise_record
 from .base import Model
 from .covariates import CovariateLaw
@@ -55,9 +56,9 @@ class RegressionModel(Model):
         """``sup |g_j|`` over observations and parameters, per coordinate."""
         raise NotImplementedError
 
-    def _common(self):
-        """Record fields every regression kernel takes: coefficients, scratch ``x``, covariate law, noise."""
-        return self.coef, np.zeros(self.dim), self.covariates.record(), noise_record(self.mechanism)
+    def _common(self, lanes: int = 1):
+        """Record fields every regression kernel takes: coefficients, scratch ``x`` (per lane), covariate law, noise."""
+        return self.coef, lane_array(self.dim, lanes), self.covariates.record(), noise_record(self.mechanism)
 
     def noise_covariance(self) -> np.ndarray:
         """``S_LDP``: the mechanism's per-coordinate variance times the identity."""

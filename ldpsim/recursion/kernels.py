@@ -15,7 +15,8 @@ import numpy as np
 from ..engine import interrupt
 from ..engine.interrupt import stop_requested
 from ..engine.jit import jit
-from ..engine.rng import kernel_rng, local_rng, release_rng
+from ..engine.lanes import any_lane, lane_array, lane_of, lnot, padded, where
+from ..engine.rng import kernel_rngs, local_rng, release_rng
 from ..inference.streaming import PathState, StreamLayout
 from ..models.base import add_privatized_gradient, privatized_gradient
 
@@ -88,10 +89,6 @@ def sum_of_squares(i):
     return i * (i + 1.0) * (2.0 * i + 1.0) / 6.0
 
 
-    """``1^2 + ... + i^2`` as a float (exact in integers would overflow int64)."""
-    return i * (i + 1.0) * (2.0 * i + 1.0) / 6.0
-
-
 # The random-scaling sums, centred at a reference ``ref`` that moves to the
 # running mean at every power of two. For i <= t the centred partial sums are
 # S_t = sum_{s<=t} (theta_s - ref). Random scaling needs
@@ -119,11 +116,14 @@ def sn_recentre(s, a, t, ref, fi):
 
 @jit(inline=True)
 def sn_recentre_all(s, a, t, ref, fi):
-    """:func:`sn_recentre` for every coordinate of the ``(d,)`` sums, in place; whether every ``A`` is finite."""
+    """:func:`sn_recentre` for every coordinate of the ``(d,)`` sums, in place; whether every ``A`` is finite.
+
+    Lane-generic: with lane arrays, whether each lane's are (a mask).
+    """
     finite = True
     for q in range(s.shape[0]):
         s[q], a[q], t[q], ref[q] = sn_recentre(s[q], a[q], t[q], ref[q], fi)
-        finite = finite and np.isfinite(a[q])
+        finite = finite & np.isfinite(a[q])
     return finite
 
 
@@ -203,8 +203,12 @@ def _close_blocks(blocks, i, n):
 
 
 @jit
-def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_ends, batches, stop):
-    gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
+def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_ends, batches, stop, out, steps):
+    # Lane-generic (ldpsim.engine.lanes): one path, theta in a register, or L side by side (rngs of L
+    # generators, LaneArray blocks, batches and outputs), theta a vector register. On return
+    # out = (theta_bar, V_n) and steps[0] = n, or the step at which the path stopped (it diverged, or the run
+    # was interrupted); a lane that stopped keeps computing, unrecorded.
+    gen = local_rng(rngs)  # the generators' states in registers; release_rng writes them back
     reps = 1  # a constant in the batch_size=None loop: the mini-batch loop compiles away
     if batch_size is not None:
         reps = batch_size
@@ -230,6 +234,8 @@ def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_
     next_fill = FIRST_FILL
     event = 1  # the next step that closes a block or a batch, is a power of two or refills ratios
     eta = c
+    running = True
+    stopped = 0
     for i in range(1, n + 1):
         fi = float(i)
         eta = buffered_step_size(i, pow2, eta, c, gamma, ratios)
@@ -259,32 +265,39 @@ def _scalar_path(params, stream, n, batch_size, c, gamma, theta0, blocks, batch_
             if i == pow2:
                 s, a, t, ref = sn_recentre(s, a, t, ref, fi)
                 pow2 *= 2
-                if not np.isfinite(a):  # diverged: stop, the driver counts it
-                    release_rng(stream, gen)
-                    return i, np.nan, np.nan
+                diverged = running & lnot(np.isfinite(a))
+                if any_lane(diverged):  # those paths stop; the driver counts them
+                    stopped = where(diverged, i, stopped)
+                    running = running & lnot(diverged)
+                    if not any_lane(running):
+                        break
             if i == next_fill:
                 next_fill = fill_step_ratios(i, ratio, ratios)
                 if stop_requested(stop):  # every RATIO_CHUNK steps: Ctrl-C (ldpsim.engine.interrupt)
-                    release_rng(stream, gen)
-                    return i, np.nan, np.nan
+                    stopped = where(running, i, stopped)
+                    running = False
+                    break
             event = min(next_block, batch_end, pow2, next_fill)
-    release_rng(stream, gen)
+    release_rng(rngs, gen)
     theta_bar, v = sn_read(s, a, t, ref, float(n))
-    return n, theta_bar, v
+    out[0] = theta_bar
+    out[1] = v
+    steps[0] = where(running, n, stopped)
 
 
 @jit
-def _vector_path(params, stream, n, batch_size, c, gamma, theta, grad, ref, s, a, t, blocks, batch_ends, batches,
-                 batch, stop):
-    # The scalar kernel coordinate by coordinate; theta starts at theta0 and
-    # ref, s, a, t and batch are zeroed (d,) work arrays of the wrapper.
-    # On return theta holds theta_bar and s holds V_n.
-    gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
+def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, t, blocks, batch_ends, batches,
+                 batch, stop, steps):
+    # The scalar kernel coordinate by coordinate, lane-generic as it is; theta starts at theta0 and
+    # ref, s, a, t and batch are zeroed (d,) work arrays of the wrapper (LaneArrays for lanes).
+    # On return theta holds theta_bar, s holds V_n and steps[0] the steps completed.
+    gen = local_rng(rngs)  # the generators' states in registers; release_rng writes them back
     reps = 1  # a constant in the batch_size=None loop: the mini-batch loop compiles away
     if batch_size is not None:
         reps = batch_size
     d = theta.shape[0]
-    ref[:] = theta
+    for q in range(d):
+        ref[q] = theta[q]
     next_block = n + 1
     if blocks is not None:
         next_block = _open_blocks(blocks, n)
@@ -298,6 +311,8 @@ def _vector_path(params, stream, n, batch_size, c, gamma, theta, grad, ref, s, a
     next_fill = FIRST_FILL
     event = 1  # the next step that closes a block or a batch, is a power of two or refills ratios
     eta = c
+    running = True
+    stopped = 0
     for q in range(d):
         grad[q] = 0.0
     for i in range(1, n + 1):
@@ -330,24 +345,27 @@ def _vector_path(params, stream, n, batch_size, c, gamma, theta, grad, ref, s, a
                     k += 1
                     batch_end = batch_ends[k] if k < batch_ends.shape[0] else n + 1
             if i == pow2:
-                finite = sn_recentre_all(s, a, t, ref, fi)
+                diverged = running & lnot(sn_recentre_all(s, a, t, ref, fi))
                 pow2 *= 2
-                if not finite:  # diverged: stop, the driver counts it
-                    release_rng(stream, gen)
-                    return i
+                if any_lane(diverged):  # those paths stop; the driver counts them
+                    stopped = where(diverged, i, stopped)
+                    running = running & lnot(diverged)
+                    if not any_lane(running):
+                        break
             if i == next_fill:
                 next_fill = fill_step_ratios(i, ratio, ratios)
                 if stop_requested(stop):  # every RATIO_CHUNK steps: Ctrl-C (ldpsim.engine.interrupt)
-                    release_rng(stream, gen)
-                    return i
+                    stopped = where(running, i, stopped)
+                    running = False
+                    break
             event = min(next_block, batch_end, pow2, next_fill)
-    release_rng(stream, gen)
+    release_rng(rngs, gen)
     for q in range(d):
         theta[q], s[q] = sn_read(s[q], a[q], t[q], ref[q], float(n))
-    return n
+    steps[0] = where(running, n, stopped)
 
 
-def _block_streams(layouts, d: int):
+def _block_streams(layouts, d: int, lanes: int = 1):
     """The :class:`BlockStreams` of the distinct block lengths of ``layouts`` (``None`` if none has blocks)."""
     lens = sorted({lay.block_len for lay in layouts if lay.n_blocks > 0})
     if not lens:
@@ -358,9 +376,68 @@ def _block_streams(layouts, d: int):
     shape = (len(lens),) if d == 1 else (len(lens), d)
     out_shape = (int(count.sum()),) if d == 1 else (int(count.sum()), d)
     streams = BlockStreams(np.array(lens, dtype=np.int64), count, first, np.zeros(len(lens), dtype=np.int64),
-                           np.zeros(len(lens), dtype=np.int64), np.zeros(shape), np.zeros(out_shape))
+                           np.zeros(len(lens), dtype=np.int64), lane_array(shape, lanes), lane_array(out_shape, lanes))
     rows = {length: (int(first[g]), int(first[g] + count[g])) for g, length in enumerate(lens)}
     return streams, rows
+
+
+def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, layouts, batch_size: int = 1,
+                    width: int | None = None) -> list[list[PathState]]:
+    """:func:`run_paths` for the replications of ``gens`` side by side (lanes): one list of states per generator.
+
+    One kernel call of ``width`` lanes (default ``len(gens)``; more are padded,
+    :func:`~ldpsim.engine.lanes.padded`) advances every path
+    (:mod:`ldpsim.engine.lanes`); path ``l`` is the one :func:`run_paths`
+    gives for ``gens[l]`` alone, to the bit.
+    """
+    count = len(gens)
+    gens = padded(gens, width or count)
+    lanes = len(gens)
+    d = model.dim
+    params = model.kernel_params(lanes)
+    rng = kernel_rngs(gens)
+    per_step = None if batch_size == 1 else int(batch_size)  # None: the loop without a mini-batch
+    blocks, rows = _block_streams(layouts, d, lanes)
+    with_batches = [lay for lay in layouts if lay.batch_ends.shape[0] > 0]
+    batch_ends = with_batches[0].batch_ends if with_batches else np.zeros(0, dtype=np.int64)
+    batches = lane_array(batch_ends.shape[0] if d == 1 else (batch_ends.shape[0], d), lanes) if with_batches \
+        else None
+    steps = lane_array(1, lanes, 0, np.int64)
+    if d == 1:  # the scalar kernel keeps theta in a register: a third faster than d = 1 arrays
+        out = lane_array(2, lanes, np.nan)  # theta_bar, V_n
+        _scalar_path(params, rng, int(n), per_step, float(c), float(gamma), float(theta0), blocks, batch_ends,
+                     batches, interrupt.FLAG, out, steps)
+
+        def ends(lane):
+            return lane_of(out, lane)[:1].copy(), lane_of(out, lane)[1:].copy()
+    else:
+        theta = lane_array(d, lanes, float(theta0))
+        work = [lane_array(d, lanes) for _ in range(6)]  # grad, ref, s, a, t, batch
+        _vector_path(params, rng, int(n), per_step, float(c), float(gamma), theta, *work[:5], blocks,
+                     batch_ends, batches, work[5], interrupt.FLAG, steps)
+
+        def ends(lane):  # theta holds theta_bar, s holds V_n
+            return lane_of(theta, lane).copy(), lane_of(work[2], lane).copy()
+    interrupt.check()  # a path stopped by Ctrl-C is no result
+    result = []
+    for lane in range(count):
+        done = int(lane_of(steps, lane)[0])
+        theta_bar, sn_v = ends(lane)
+        if done < n:
+            theta_bar[:] = np.nan
+            sn_v[:] = np.nan
+        own = []
+        for lay in layouts:
+            if lay.n_blocks > 0:
+                lo, hi = rows[lay.block_len]
+                own_blocks = lane_of(blocks.out, lane)[lo:hi].reshape(hi - lo, d).copy()
+            else:
+                own_blocks = np.zeros((0, d))
+            own_batches = (lane_of(batches, lane).reshape(-1, d).copy() if lay.batch_ends.shape[0] > 0
+                           else np.zeros((0, d)))
+            own.append(PathState(theta_bar.copy(), sn_v.copy(), own_blocks, own_batches, done))
+        result.append(own)
+    return result
 
 
 def run_paths(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float, layouts,
@@ -396,38 +473,7 @@ def run_paths(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
     list of PathState
         One per layout, arrays with a trailing coordinate axis of length ``model.dim``.
     """
-    d = model.dim
-    params = model.kernel_params()
-    rng = kernel_rng(gen)
-    per_step = None if batch_size == 1 else int(batch_size)  # None: the loop without a mini-batch
-    blocks, rows = _block_streams(layouts, d)
-    with_batches = [lay for lay in layouts if lay.batch_ends.shape[0] > 0]
-    batch_ends = with_batches[0].batch_ends if with_batches else np.zeros(0, dtype=np.int64)
-    batches = np.zeros(batch_ends.shape[0] if d == 1 else (batch_ends.shape[0], d)) if with_batches else None
-    if d == 1:  # the scalar kernel keeps theta in a register: a third faster than d = 1 arrays
-        steps, theta_bar, sn_v = _scalar_path(params, rng, int(n), per_step, float(c), float(gamma), float(theta0),
-                                              blocks, batch_ends, batches, interrupt.FLAG)
-        theta_bar, sn_v = np.array([theta_bar]), np.array([sn_v])
-    else:
-        theta = np.full(d, float(theta0))
-        work = np.zeros((6, d))  # grad, ref, s, a, t, batch
-        steps = _vector_path(params, rng, int(n), per_step, float(c), float(gamma), theta, *work[:5], blocks,
-                             batch_ends, batches, work[5], interrupt.FLAG)
-        theta_bar, sn_v = theta, work[2].copy()
-        if steps < n:
-            theta_bar[:] = np.nan
-            sn_v[:] = np.nan
-    interrupt.check()  # a path stopped by Ctrl-C is no result
-    out = []
-    for lay in layouts:
-        if lay.n_blocks > 0:
-            lo, hi = rows[lay.block_len]
-            own_blocks = blocks.out[lo:hi].reshape(hi - lo, d).copy()
-        else:
-            own_blocks = np.zeros((0, d))
-        own_batches = batches.reshape(-1, d).copy() if lay.batch_ends.shape[0] > 0 else np.zeros((0, d))
-        out.append(PathState(theta_bar.copy(), sn_v.copy(), own_blocks, own_batches, int(steps)))
-    return out
+    return run_paths_lanes(model, [gen], n, c, gamma, theta0, layouts, batch_size)[0]
 
 
 def run_path(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,

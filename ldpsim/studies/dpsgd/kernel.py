@@ -44,8 +44,8 @@ import numpy as np
 from ...engine import interrupt
 from ...engine.interrupt import poll_mask, stop_requested
 from ...engine.jit import jit
-from ...engine.rng import exponential, kernel_lanes, kernel_rng, lane, lane_count, local_lanes, local_rng, \
-    normal, release_lanes, release_rng, uniform
+from ...engine.lanes import any_lane, lane_array, lane_of, lnot, padded, per_lane, where
+from ...engine.rng import exponential_where, kernel_rng, kernel_rngs, local_rng, normal, release_rng, uniform
 from ...inference.streaming import PathState, StreamLayout
 from ...privacy.mechanisms import gaussian_or_zero
 from ...recursion.kernels import sn_add, sn_read, sn_recentre_all, step_ratio_coefficients, step_size
@@ -136,11 +136,13 @@ def draw_data_twin(gen: np.random.Generator, model: str, chol: np.ndarray, n: in
 
 
 @jit(inline=True)
-def _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad):
-    """Add ``clip(grad l_i(theta))`` to ``grad``; return 1 if it was clipped, else 0.
+def _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad, take):
+    """Add ``clip(grad l_i(theta))`` to ``grad`` where ``take`` holds; 1 where it was clipped (and taken), else 0.
 
     ``grad l_i = r x_i`` with ``r = x_i'theta - y_i`` (linear) or
     ``s(x_i'theta) - y_i`` (logistic), so ``||grad l_i|| = |r| ||x_i||``.
+    Lane-generic (:mod:`ldpsim.engine.lanes`): with lanes, ``i`` is each
+    lane's index into its own data and ``take`` says which lanes add one.
     """
     d = grad.shape[0]
     fit = 0.0
@@ -151,34 +153,12 @@ def _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad):
     else:
         r = fit - y[i]
     norm = abs(r) * xnorm[i]
-    clipped = 0
-    if norm > clip:
-        r = r * (clip / norm)
-        clipped = 1
+    over = norm > clip
+    if any_lane(over):
+        r = where(over, r * (clip / norm), r)
     for j in range(d):
-        grad[j] += r * X[i, j]
-    return clipped
-
-
-@jit(inline=True)
-def _add_clipped_lane(X, y, xnorm, j, i, theta, logistic, clip, grad):
-    """:func:`_add_clipped` for lane ``j`` of the lanes kernel's ``(L, n, d)`` data and ``(L, d)`` state."""
-    d = grad.shape[1]
-    fit = 0.0
-    for k in range(d):
-        fit += X[j, i, k] * theta[j, k]
-    if logistic:
-        r = 1.0 / (1.0 + math.exp(-fit)) - y[j, i]
-    else:
-        r = fit - y[j, i]
-    norm = abs(r) * xnorm[j, i]
-    clipped = 0
-    if norm > clip:
-        r = r * (clip / norm)
-        clipped = 1
-    for k in range(d):
-        grad[j, k] += r * X[j, i, k]
-    return clipped
+        grad[j] = where(take, grad[j] + r * X[i, j], grad[j])
+    return where(take & over, 1, 0)
 
 
 def _add_clipped_twin(X, y, xnorm, i, theta, logistic, clip, grad):
@@ -204,20 +184,19 @@ def _add_clipped_twin(X, y, xnorm, i, theta, logistic, clip, grad):
 def _dpsgd_path(rngs, X, y, xnorm, logistic, sampling, steps, m, c, gamma, clip, sigma1, inv_lambda, perm,
                 theta, grad, ref, s, a, t, block_len, blocks, block, batch_ends, batches, batch, counts, done, stop,
                 mask):
-    # L lanes (replications) side by side, L = lane_count(rngs), a constant of the compiled code: lane l has
-    # its generator, its data X[l], y[l], xnorm[l], perm[l] and its (d,) state theta[l], grad[l], ...; the
-    # lanes share the schedule (steps, step sizes, block and batch ends). Each lane makes the draws and the
-    # arithmetic of a path of its own in the same order, so its numbers do not depend on L; the lanes'
-    # dependency chains (a dot product, a norm, a division a step) overlap in the core.
-    # theta starts at theta0; grad, ref, s, a, t, block and batch are zeroed (L, d) work arrays.
-    # On return theta[l] holds theta_bar_T, s[l] holds V_T = T^-2 sum_t S_t^2 (the random-scaling sums),
-    # counts[l] = (clipped per-example gradients, examples used), done[l] the steps lane l completed
-    # (fewer: it diverged, or the run was interrupted).
-    local = local_lanes(rngs)  # the generators' states on the stack (in registers once the lanes unroll)
-    lanes = lane_count(rngs)
-    n, d = X.shape[1], X.shape[2]
-    ref[:] = theta
-    n_blocks = blocks.shape[1]
+    # Lane-generic (ldpsim.engine.lanes): one replication, or L side by side when handed kernel_rngs of L
+    # generators and LaneArrays (each lane's own data X, y, xnorm, perm, and its state); the lanes share the
+    # schedule (steps, step sizes, block and batch ends), and each makes the draws and the arithmetic of a
+    # path of its own in the same order, so its numbers do not depend on L.
+    # theta starts at theta0; grad, ref, s, a, t, block and batch are zeroed (d,) work arrays.
+    # On return theta holds theta_bar_T, s holds V_T = T^-2 sum_t S_t^2 (the random-scaling sums),
+    # counts = (clipped per-example gradients, examples used), done[0] the steps completed (fewer: the
+    # path diverged, or the run was interrupted); a lane that stopped keeps computing, unrecorded.
+    gen = local_rng(rngs)  # the generators' states in registers; release_rng writes them back
+    n, d = X.shape
+    for q in range(d):
+        ref[q] = theta[q]
+    n_blocks = blocks.shape[0]
     jb = 0
     block_end = block_len if n_blocks > 0 else steps + 1
     n_batches = batch_ends.shape[0]
@@ -228,91 +207,84 @@ def _dpsgd_path(rngs, X, y, xnorm, logistic, sampling, steps, m, c, gamma, clip,
     inv_m = 1.0 / m
     eta = c
     pos = 0
-    running = lanes
-    done[:] = 0  # 0: running
+    running = True
+    stopped = 0
     for i in range(1, steps + 1):
         fi = float(i)
         eta = step_size(i, pow2, eta, c, gamma, ratio)
-        for j in range(lanes):  # (indexed, not sliced: a view a step would cost reference counts)
-            if done[j] != 0:
-                continue
-            gen = lane(local, j)
-            clipped = 0
-            used = 0
-            if sampling == 0:  # swor: partial Fisher-Yates on the kept permutation
-                for q in range(m):
-                    r = q + int(uniform(gen) * (n - q))
-                    idx = perm[j, r]
-                    perm[j, r] = perm[j, q]
-                    perm[j, q] = idx
-                    clipped += _add_clipped_lane(X, y, xnorm, j, idx, theta, logistic, clip, grad)
-                used += m
-            elif sampling == 1:  # poisson: geometric gaps
-                idx = -1
-                while True:
-                    gap = exponential(gen) * inv_lambda
-                    if gap >= n - 1 - idx:  # also catches inf
-                        break
-                    idx += 1 + int(gap)
-                    clipped += _add_clipped_lane(X, y, xnorm, j, idx, theta, logistic, clip, grad)
-                    used += 1
-            else:  # cyclic (every lane at the same position)
-                at = pos
-                for q in range(m):
-                    clipped += _add_clipped_lane(X, y, xnorm, j, at, theta, logistic, clip, grad)
-                    at += 1
-                    if at == n:
-                        at = 0
-                used += m
-            counts[j, 0] += clipped
-            counts[j, 1] += used
-            for q in range(d):
-                noise = gaussian_or_zero(gen, sigma1)  # the audited mechanism (privacy/audit.py)
-                x = theta[j, q] - eta * (grad[j, q] * inv_m + noise)
-                grad[j, q] = 0.0
-                theta[j, q] = x
-                s[j, q], a[j, q], t[j, q] = sn_add(s[j, q], a[j, q], t[j, q], x, ref[j, q], fi)
-                block[j, q] += x
-                batch[j, q] += x
+        clipped = 0
+        used = 0
+        if sampling == 0:  # swor: partial Fisher-Yates on the kept permutation
+            for q in range(m):
+                r = q + int(uniform(gen) * (n - q))
+                idx = perm[r]
+                perm[r] = perm[q]
+                perm[q] = idx
+                clipped += _add_clipped(X, y, xnorm, idx, theta, logistic, clip, grad, True)
+            used += m
+        elif sampling == 1:  # poisson: geometric gaps
+            idx = -1
+            active = True
+            while True:
+                gap = exponential_where(gen, active, 0.0) * inv_lambda
+                active = active & (gap < n - 1 - idx)  # not below: also catches inf
+                if not any_lane(active):
+                    break
+                idx = where(active, idx + 1 + int(gap), idx)
+                clipped += _add_clipped(X, y, xnorm, where(active, idx, 0), theta, logistic, clip, grad, active)
+                used += where(active, 1, 0)
+        else:  # cyclic (every lane at the same position)
+            at = pos
+            for q in range(m):
+                clipped += _add_clipped(X, y, xnorm, at, theta, logistic, clip, grad, True)
+                at += 1
+                if at == n:
+                    at = 0
+            used += m
+        counts[0] += where(running, clipped, 0)
+        counts[1] += where(running, used, 0)
+        for q in range(d):
+            noise = gaussian_or_zero(gen, sigma1)  # the audited mechanism (privacy/audit.py)
+            x = theta[q] - eta * (grad[q] * inv_m + noise)
+            grad[q] = 0.0
+            theta[q] = x
+            s[q], a[q], t[q] = sn_add(s[q], a[q], t[q], x, ref[q], fi)
+            block[q] += x
+            batch[q] += x
         if sampling == 2:
             pos = (pos + m) % n
         if i == block_end:
-            for lane_index in range(lanes):
-                blocks[lane_index, jb] = block[lane_index]
-            block[:] = 0.0
+            for q in range(d):
+                blocks[jb, q] = block[q]
+                block[q] = 0.0
             jb += 1
             block_end = block_end + block_len if jb < n_blocks else steps + 1
         if i == batch_end:
-            for lane_index in range(lanes):
-                batches[lane_index, k] = batch[lane_index]
-            batch[:] = 0.0
+            for q in range(d):
+                batches[k, q] = batch[q]
+                batch[q] = 0.0
             k += 1
             batch_end = batch_ends[k] if k < n_batches else steps + 1
         if i == pow2:
             pow2 *= 2
-            for lane_index in range(lanes):
-                if done[lane_index] == 0 and not sn_recentre_all(s[lane_index], a[lane_index], t[lane_index],
-                                                                 ref[lane_index], fi):
-                    done[lane_index] = i  # diverged: this lane stops, the study counts it
-                    running -= 1
-            if running == 0:
-                break
+            diverged = running & lnot(sn_recentre_all(s, a, t, ref, fi))
+            if any_lane(diverged):  # those paths stop; the study counts them
+                stopped = where(diverged, i, stopped)
+                running = running & lnot(diverged)
+                if not any_lane(running):
+                    break
         if i & mask == 0 and stop_requested(stop):  # Ctrl-C (ldpsim.engine.interrupt)
-            for lane_index in range(lanes):
-                if done[lane_index] == 0:
-                    done[lane_index] = i
+            stopped = where(running, i, stopped)
+            running = False
             break
-    release_lanes(rngs, local)
-    for lane_index in range(lanes):
-        if done[lane_index] == 0:
-            done[lane_index] = steps
-            for q in range(d):
-                theta[lane_index, q], s[lane_index, q] = sn_read(s[lane_index, q], a[lane_index, q],
-                                                                 t[lane_index, q], ref[lane_index, q], float(steps))
+    release_rng(rngs, gen)
+    done[0] = where(running, steps, stopped)
+    for q in range(d):
+        theta[q], s[q] = sn_read(s[q], a[q], t[q], ref[q], float(steps))
 
 
 def run_dpsgd_lanes(gens, data, model: str, sampling: str, steps: int, batch_size: int, c: float, gamma: float,
-                    clip: float, sigma1: float, theta0: float, layout: StreamLayout):
+                    clip: float, sigma1: float, theta0: float, layout: StreamLayout, width: int | None = None):
     """Run DP-SGD for ``steps`` iterations on ``L`` datasets side by side (lanes); one result per lane.
 
     Parameters
@@ -323,6 +295,9 @@ def run_dpsgd_lanes(gens, data, model: str, sampling: str, steps: int, batch_siz
         Each lane's dataset (:func:`draw_data`), all of one shape.
     model, sampling, steps, batch_size, c, gamma, clip, sigma1, theta0, layout
         As :func:`run_dpsgd`.
+    width : int, optional
+        Lanes of the kernel call (default ``len(gens)``); more are padded (they
+        run on the first dataset, unrecorded: :func:`~ldpsim.engine.lanes.padded`).
 
     Returns
     -------
@@ -330,30 +305,33 @@ def run_dpsgd_lanes(gens, data, model: str, sampling: str, steps: int, batch_siz
         Per lane what :func:`run_dpsgd` returns; lane ``l``'s numbers are those of
         ``run_dpsgd(gens[l], *data[l], ...)``, whatever ``L``.
     """
+    count = len(gens)
+    gens = padded(gens, width or count)
+    data = list(data) + [data[0]] * (len(gens) - count)
     lanes = len(gens)
-    X = np.stack([dat[0] for dat in data])
-    y, xnorm = np.stack([dat[1] for dat in data]), np.stack([dat[2] for dat in data])
-    _, n, d = X.shape
-    work = np.zeros((7, lanes, d))  # grad, ref, s, a, t, block, batch
-    theta = np.full((lanes, d), float(theta0))
-    blocks = np.zeros((lanes, layout.n_blocks, d))
-    batches = np.zeros((lanes, layout.batch_ends.shape[0], d))
-    counts = np.zeros((lanes, 2), dtype=np.int64)
-    done = np.zeros(lanes, dtype=np.int64)
-    perm = np.tile(np.arange(n, dtype=np.int64), (lanes, 1))
-    _dpsgd_path(kernel_lanes(gens), X, y, xnorm, MODEL_CODES[model] == LOGISTIC, SAMPLING_CODES[sampling],
+    X, y, xnorm = (per_lane((dat[part] for dat in data), readonly=True) for part in range(3))
+    n, d = data[0][0].shape
+    perm = per_lane(np.arange(n, dtype=np.int64) for _ in range(lanes))
+    theta = lane_array(d, lanes, float(theta0))
+    work = [lane_array(d, lanes) for _ in range(7)]  # grad, ref, s, a, t, block, batch
+    blocks = lane_array((layout.n_blocks, d), lanes)
+    batches = lane_array((layout.batch_ends.shape[0], d), lanes)
+    counts = lane_array(2, lanes, 0, np.int64)
+    done = lane_array(1, lanes, 0, np.int64)
+    _dpsgd_path(kernel_rngs(gens), X, y, xnorm, MODEL_CODES[model] == LOGISTIC, SAMPLING_CODES[sampling],
                 int(steps), int(batch_size), float(c), float(gamma), float(clip), float(sigma1),
                 _inv_lambda(batch_size, n), perm, theta, *work[:5], int(layout.block_len), blocks, work[5],
-                layout.batch_ends, batches, work[6], counts, done, interrupt.FLAG, poll_mask(lanes * batch_size * d))
+                layout.batch_ends, batches, work[6], counts, done, interrupt.FLAG, poll_mask(batch_size * d))
     interrupt.check()  # a path stopped by Ctrl-C is no result
     out = []
-    for lane_index in range(lanes):
-        if done[lane_index] < steps:
-            theta[lane_index] = np.nan
-            work[2, lane_index] = np.nan
-        state = PathState(theta[lane_index].copy(), work[2, lane_index].copy(), blocks[lane_index],
-                          batches[lane_index], int(done[lane_index]))
-        out.append((state, _rate(counts[lane_index])))
+    for lane in range(count):
+        steps_done = int(lane_of(done, lane)[0])
+        theta_bar, v = lane_of(theta, lane).copy(), lane_of(work[2], lane).copy()
+        if steps_done < steps:
+            theta_bar[:] = np.nan
+            v[:] = np.nan
+        state = PathState(theta_bar, v, lane_of(blocks, lane).copy(), lane_of(batches, lane).copy(), steps_done)
+        out.append((state, _rate(lane_of(counts, lane))))
     return out
 
 
@@ -515,7 +493,7 @@ def _dpgd_path(stream, X, y, xnorm, logistic, steps, step, clip, noise_sd, theta
         if stop_requested(stop):  # Ctrl-C (ldpsim.engine.interrupt), before each pass over the n examples
             break
         for i in range(n):
-            _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad)
+            _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad, True)
         for q in range(d):
             noise = gaussian_or_zero(gen, noise_sd)  # the audited mechanism (privacy/audit.py)
             theta[q] = theta[q] - step * (grad[q] * inv_n) + noise

@@ -28,17 +28,21 @@ import numpy as np
 from ...engine import interrupt
 from ...engine.interrupt import POLL_MASK, stop_requested
 from ...engine.jit import jit
-from ...engine.rng import kernel_rng, local_rng, release_rng
+from ...engine.lanes import any_lane, lane_array, lane_of, lnot, padded, where
+from ...engine.rng import kernel_rngs, local_rng, release_rng
 from ...models import add_privatized_gradient, constrain
 from ...recursion.kernels import step_ratio_coefficients, step_size
 from ...recursion.twins import step_sizes_twin
 
 
 @jit
-def _trajectory_path(params, stream, n, batch_size, c, gamma, theta, theta_star, grad, dev, checkpoints, last,
-                     average, stop):
-    # theta starts at theta0; grad and dev are zeroed (d,) work arrays of the wrapper.
-    gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
+def _trajectory_path(params, rngs, n, batch_size, c, gamma, theta, theta_star, grad, dev, checkpoints, last,
+                     average, stop, steps):
+    # Lane-generic (ldpsim.engine.lanes): one path, or L side by side (rngs of L generators, LaneArray state
+    # and records). theta starts at theta0; grad and dev are zeroed (d,) work arrays of the wrapper.
+    # On return steps[0] is n, or the step at which the path stopped (it diverged, or the run was
+    # interrupted); a lane that stopped keeps computing, unrecorded.
+    gen = local_rng(rngs)  # the generators' states in registers; release_rng writes them back
     d = theta.shape[0]
     n_ck = checkpoints.shape[0]
     q = 0
@@ -47,6 +51,8 @@ def _trajectory_path(params, stream, n, batch_size, c, gamma, theta, theta_star,
     ratio = step_ratio_coefficients(gamma)
     inv_s = 1.0 / batch_size
     eta = c
+    running = True
+    stopped = 0
     constrain(params, theta)  # theta0 into the parameter space (a no-op for most models)
     for i in range(1, n + 1):
         eta = step_size(i, pow2, eta, c, gamma, ratio)
@@ -63,10 +69,13 @@ def _trajectory_path(params, stream, n, batch_size, c, gamma, theta, theta_star,
             pow2 *= 2
             finite = True
             for j in range(d):
-                finite = finite and np.isfinite(dev[j] * dev[j])  # its square is what gets averaged
-            if not finite:  # diverged: stop, the driver counts it
-                release_rng(stream, gen)
-                return i
+                finite = finite & np.isfinite(dev[j] * dev[j])  # its square is what gets averaged
+            diverged = running & lnot(finite)
+            if any_lane(diverged):  # those paths stop; the driver counts them
+                stopped = where(diverged, i, stopped)
+                running = running & lnot(diverged)
+                if not any_lane(running):
+                    break
         if i == next_ck:
             inv_i = 1.0 / i
             for j in range(d):
@@ -75,10 +84,43 @@ def _trajectory_path(params, stream, n, batch_size, c, gamma, theta, theta_star,
             q += 1
             next_ck = checkpoints[q] if q < n_ck else n + 1
         if i & POLL_MASK == 0 and stop_requested(stop):  # Ctrl-C (ldpsim.engine.interrupt)
-            release_rng(stream, gen)
-            return i
-    release_rng(stream, gen)
-    return n
+            stopped = where(running, i, stopped)
+            running = False
+            break
+    release_rng(rngs, gen)
+    steps[0] = where(running, n, stopped)
+
+
+def run_trajectories(model, gens, n: int, c: float, gamma: float, theta0: float, checkpoints: np.ndarray,
+                     batch_size: int = 1, width: int | None = None):
+    """:func:`run_trajectory` for the replications of ``gens`` side by side (lanes): one result per generator.
+
+    One kernel call of ``width`` lanes (default ``len(gens)``; more are padded)
+    advances every path (:mod:`ldpsim.engine.lanes`); path ``l`` is the one
+    :func:`run_trajectory` gives for ``gens[l]`` alone, to the bit.
+    """
+    count = len(gens)
+    gens = padded(gens, width or count)
+    lanes = len(gens)
+    d = model.dim
+    theta = lane_array(d, lanes, float(theta0))
+    grad, dev = lane_array(d, lanes), lane_array(d, lanes)
+    last = lane_array((checkpoints.shape[0], d), lanes, np.nan)
+    average = lane_array((checkpoints.shape[0], d), lanes, np.nan)
+    steps = lane_array(1, lanes, 0, np.int64)
+    _trajectory_path(model.kernel_params(lanes), kernel_rngs(gens), int(n), int(batch_size), float(c), float(gamma),
+                     theta, np.asarray(model.theta_star(), dtype=float), grad, dev,
+                     np.asarray(checkpoints, dtype=np.int64), last, average, interrupt.FLAG, steps)
+    interrupt.check()  # a path stopped by Ctrl-C is no result
+    out = []
+    for lane in range(count):
+        done = int(lane_of(steps, lane)[0])
+        own_last, own_average = lane_of(last, lane).copy(), lane_of(average, lane).copy()
+        if done < n:  # checkpoints passed before the divergence was seen may already be far off
+            own_last[:] = np.nan
+            own_average[:] = np.nan
+        out.append((own_last, own_average, done))
+    return out
 
 
 def run_trajectory(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,
@@ -110,19 +152,7 @@ def run_trajectory(model, gen: np.random.Generator, n: int, c: float, gamma: flo
     steps : int
         Steps completed: ``n``, or fewer if the path diverged and stopped.
     """
-    d = model.dim
-    theta = np.full(d, float(theta0))
-    work = np.zeros((2, d))  # grad, dev
-    last = np.full((checkpoints.shape[0], d), np.nan)
-    average = np.full((checkpoints.shape[0], d), np.nan)
-    steps = _trajectory_path(model.kernel_params(), kernel_rng(gen), int(n), int(batch_size), float(c),
-                             float(gamma), theta, np.asarray(model.theta_star(), dtype=float), work[0], work[1],
-                             np.asarray(checkpoints, dtype=np.int64), last, average, interrupt.FLAG)
-    interrupt.check()  # a path stopped by Ctrl-C is no result
-    if steps < n:  # checkpoints passed before the divergence was seen may already be far off
-        last[:] = np.nan
-        average[:] = np.nan
-    return last, average, int(steps)
+    return run_trajectories(model, [gen], n, c, gamma, theta0, checkpoints, batch_size)[0]
 
 
 def trajectory_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,
@@ -167,17 +197,29 @@ def squared_norms(deviations: np.ndarray) -> np.ndarray:
     return np.einsum("rcd,rcd->rc", deviations, deviations)
 
 
-def replication(model, gen: np.random.Generator, setting, checkpoints: np.ndarray, twin: bool = False) -> dict:
-    """One replication of the trajectory study: ``last``, ``average`` (``(C, d)`` deviations) and ``ok``.
+def replications(model, gens, setting, checkpoints: np.ndarray, twin: bool = False, width: int | None = None) -> list[dict]:
+    """Replications of the trajectory study, one per generator: ``last``, ``average`` (``(C, d)`` deviations), ``ok``.
 
-    By the kernel or, with ``twin``, its Python twin. ``ok`` is False for a
-    path that diverged (the driver counts it).
+    By the kernel (their paths side by side, ``width`` lanes) or, with
+    ``twin``, its Python twin one by one. ``ok`` is False for a path that
+    diverged (the driver counts it).
     """
-    path = trajectory_twin if twin else run_trajectory
     s = setting
-    last, average, steps = path(model, gen, s.n, s.c, s.gamma, s.theta0, checkpoints, s.batch_size)
-    ok = steps == s.n and bool(np.isfinite(squared_norms(np.stack([last, average]))).all())
-    return {"last": last, "average": average, "ok": ok}
+    if twin:
+        paths = [trajectory_twin(model, gen, s.n, s.c, s.gamma, s.theta0, checkpoints, s.batch_size) for gen in gens]
+    else:
+        paths = run_trajectories(model, gens, s.n, s.c, s.gamma, s.theta0, checkpoints, s.batch_size, width)
+    out = []
+    for last, average, steps in paths:
+        ok = steps == s.n and bool(np.isfinite(squared_norms(np.stack([last, average]))).all())
+        out.append({"last": last, "average": average, "ok": ok})
+    return out
 
 
-__all__ = ["replication", "run_trajectory", "squared_norms", "trajectory_twin"]
+def replication(model, gen: np.random.Generator, setting, checkpoints: np.ndarray, twin: bool = False) -> dict:
+    """One replication of the trajectory study (:func:`replications` of one generator)."""
+    return replications(model, [gen], setting, checkpoints, twin)[0]
+
+
+__all__ = ["replication", "replications", "run_trajectories", "run_trajectory", "squared_norms",
+           "trajectory_twin"]
