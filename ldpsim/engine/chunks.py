@@ -38,6 +38,10 @@ SECONDS, CHECKSUM = "__seconds__", "__sha256__"
 CHUNK_STEPS = 20_000_000
 #: Never more replications than this in one chunk.
 MAX_CHUNK_REPS = 50
+#: Chunks hold a multiple of this many replications, and at least this many (never more than MAX_CHUNK_REPS):
+#: a lanes kernel (ldpsim.engine.lanes) of up to this many lanes fills each of its calls, even at n = 1e8,
+#: where a chunk of CHUNK_STEPS would hold one replication.
+LANE_QUANTUM = 8
 
 
 @lru_cache(maxsize=None)
@@ -58,8 +62,16 @@ def code_identity(study) -> dict:
 
 
 def chunk_size(steps: int) -> int:
-    """Replications per chunk when one replication costs ``steps`` SGD steps (a function of that only)."""
-    return int(min(MAX_CHUNK_REPS, max(1, CHUNK_STEPS // max(1, steps))))
+    """Replications per chunk when one replication costs ``steps`` SGD steps (a function of that only).
+
+    About :data:`CHUNK_STEPS` steps, rounded down to a multiple of
+    :data:`LANE_QUANTUM` replications and at least that many, at most
+    :data:`MAX_CHUNK_REPS`. It does not depend on the lanes a run uses, so
+    runs of any lanes resume each other's chunks.
+    """
+    quantum = min(LANE_QUANTUM, MAX_CHUNK_REPS)
+    reps = min(MAX_CHUNK_REPS, max(1, CHUNK_STEPS // max(1, steps)))
+    return int(max(quantum, reps - reps % quantum))
 
 
 def chunk_key(study, setting, config) -> str:

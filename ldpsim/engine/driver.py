@@ -192,7 +192,7 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
               desc="SGD steps") as bar:
         bar.update(total - sum(cost(todo, stop - start) for todo, start, stop in tasks))
         if tasks:
-            study.warm_up(config)  # compiles into the cache that local workers load from
+            study.warm_up(config, lanes)  # compiles into the cache that local workers load from
             identity = store.code_identity(study)
             calls = [delayed(_chunk_task)(todo, study, [config.settings[i] for i in todo], config.options,
                                           config.seed, start, stop, identity, lanes)

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..engine.config import Config, Key, Setting
+from ..engine.jit import DISABLED
 from ..engine.rng import replication_generator
 
 
@@ -127,8 +128,8 @@ class Study(ABC):
         """
         return STEP_SECONDS * self.steps(setting)
 
-    def warm_up(self, config: Config) -> None:
-        """Compile (or load from the cache) the kernels once, before workers start."""
+    def warm_up(self, config: Config, lanes: int | None = None) -> None:
+        """Compile (or load from the cache) the kernels once, before workers start, at the run's lanes."""
 
     @staticmethod
     def distinct_kernels(config: Config, build, variant=None):
@@ -157,18 +158,40 @@ class Study(ABC):
     def replicate(self, job: Any, gen: np.random.Generator) -> dict[str, np.ndarray]:
         """One replication, drawing everything from ``gen``: named arrays, ``ok`` among them."""
 
-    def replicate_lanes(self, job: Any, gens: list[np.random.Generator]) -> list[dict[str, np.ndarray]]:
+    def replicate_lanes(self, job: Any, gens: list[np.random.Generator],
+                        width: int | None = None) -> list[dict[str, np.ndarray]]:
         """Replications side by side (lanes), one generator each: what :meth:`replicate` gives for each.
 
-        A study whose path kernel advances several replications in one call
-        (issue 19: their dependency chains overlap in the core) overrides this;
+        A study whose path kernels advance several replications in one call
+        (:mod:`ldpsim.engine.lanes`) overrides this, running them in one call
+        of ``width`` lanes (more than ``len(gens)``: the rest are padding);
         the default runs them one after the other.
         """
         return [self.replicate(job, gen) for gen in gens]
 
     def default_lanes(self, setting: Setting, options: dict) -> int:
-        """Replications a kernel call advances side by side when the run does not say (the fastest measured)."""
+        """Replications a kernel call advances side by side when the run does not say.
+
+        1 for a study without a lanes kernel; those with one return
+        :func:`~ldpsim.engine.lanes.vector_width` (one SIMD register of
+        doubles: the fastest width measured, ``scripts/bench.py --studies``).
+        """
         return 1
+
+    def lane_width(self, setting: Setting, options: dict, lanes: int | None = None, twin: bool = False) -> int:
+        """The lanes a run uses: ``lanes`` if given, else :meth:`default_lanes`; 1 for the twins and without numba."""
+        if twin or DISABLED:  # the twins are one replication's plain Python
+            return 1
+        return self.default_lanes(setting, options) if lanes is None else int(lanes)
+
+    @staticmethod
+    def lane_groups(setting: Setting, root_seed: int, start: int, stop: int, width: int):
+        """The generators of replications ``start .. stop - 1``, ``width`` at a time (the last group may be smaller).
+
+        Replication ``r`` draws from ``SeedSequence(root_seed, spawn_key=(setting.seed_key, r))``.
+        """
+        for first in range(start, stop, width):
+            yield [replication_generator(root_seed, setting.seed_key, r) for r in range(first, min(first + width, stop))]
 
     def run_chunk(self, setting: Setting, options: dict, root_seed: int, start: int, stop: int,
                   twin: bool = False, lanes: int | None = None) -> dict[str, np.ndarray]:
@@ -179,16 +202,14 @@ class Study(ABC):
         call advances side by side; default :meth:`default_lanes`) run it.
         """
         job = self.prepare(setting, options, twin)
-        lanes = self.default_lanes(setting, options) if lanes is None or twin else int(lanes)
-        lanes = 1 if twin else lanes  # the twins are one replication's plain Python
+        width = self.lane_width(setting, options, lanes, twin)
         reps = []
         # a replication that overflows is flagged by its ``ok`` (and counted in n_failed); numpy's
         # warnings on the way would only print raw lines from the workers
         with np.errstate(all="ignore"):
-            for first in range(start, stop, lanes):  # the remainder of a chunk runs with fewer lanes
-                gens = [replication_generator(root_seed, setting.seed_key, r)
-                        for r in range(first, min(first + lanes, stop))]
-                reps += self.replicate_lanes(job, gens) if len(gens) > 1 else [self.replicate(job, gens[0])]
+            for gens in self.lane_groups(setting, root_seed, start, stop, width):
+                # the remainder of a chunk runs in a kernel call of the same width, padded
+                reps += [self.replicate(job, gens[0])] if width == 1 else self.replicate_lanes(job, gens, width)
         return stack(reps)
 
     # --- settings that share their paths ----------------------------------

@@ -21,16 +21,15 @@ import numpy as np
 
 from ...engine.config import ConfigError, Key, Range, check_range, check_run_memory, show
 from ...engine.errors import MissingExtra
+from ...engine.lanes import vector_width
 from ...engine.resources import FLOAT
 from ...engine.rng import as_generator
 from ...inference import intervals
 from ...inference.intervals import (DEFAULT_METHODS, METHODS, MIN_BOOTSTRAP_DRAWS, MULTIPLIERS, min_bootstrap_draws,
                                     uses_blocks)
-from ...engine.rng import replication_generator
 from ...inference.streaming import StreamLayout, floor_power
 from ...models import MODELS, build_model
-from ...recursion import run_path
-from ...recursion.kernels import run_paths
+from ...recursion.kernels import run_paths_lanes
 from ...recursion.keys import (GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seconds, path_seed_key,
                                path_values, validate_path)
 from ...recursion.twins import path_twin
@@ -167,18 +166,25 @@ class CoverageStudy(Study):
     def seconds(self, setting, options):
         return path_seconds(setting)
 
-    def warm_up(self, config):
-        # the kernels are specialised on one observation a step or several
+    def warm_up(self, config, lanes=None):
+        # the kernels are specialised on one observation a step or several, and on the lanes
         for setting, model in self.distinct_kernels(config, build_model, lambda s: s.batch_size == 1):
             small = setting.replace(n=64, beta=0.5)
-            run_path(model, as_generator(0), small.n, small.c, small.gamma, small.theta0,
-                     stream_layout(small, config.methods), small.batch_size)
+            run_paths_lanes(model, [as_generator(0)], small.n, small.c, small.gamma, small.theta0,
+                            [stream_layout(small, config.methods)], small.batch_size,
+                            self.lane_width(setting, config.options, lanes))
 
     def prepare(self, setting, options, twin=False):
         return self._prepare([setting], options, twin)
 
     def replicate(self, job, gen):
-        return self._replicate(job, gen)[0]
+        return self._replicate(job, [gen])[0][0]
+
+    def replicate_lanes(self, job, gens, width=None):
+        return [reps[0] for reps in self._replicate(job, gens, width)]
+
+    def default_lanes(self, setting, options):
+        return vector_width()
 
     def group_key(self, setting):
         """Settings that differ only in ``beta``, ``B``, ``level`` or ``multiplier`` share their paths."""
@@ -188,14 +194,17 @@ class CoverageStudy(Study):
         """One path per replication for all of ``settings``; each gets the chunk it would get alone.
 
         The kernel keeps the block sums of every block length at once
-        (:func:`ldpsim.recursion.kernels.run_paths`); then each setting draws
+        (:func:`ldpsim.recursion.kernels.run_paths`) and advances the paths of
+        several replications side by side (``lanes``); then each setting draws
         its bootstrap multipliers from the generator as the path left it, as
         it would have in a run of its own.
         """
         job = self._prepare(settings, options, twin)
+        width = self.lane_width(settings[0], options, lanes, twin)
+        reps = []
         with np.errstate(all="ignore"):  # as in run_chunk: overflow is flagged by ok
-            reps = [self._replicate(job, replication_generator(root_seed, settings[0].seed_key, r))
-                    for r in range(start, stop)]
+            for gens in self.lane_groups(settings[0], root_seed, start, stop, width):
+                reps += self._replicate(job, gens, width)
         return [stack([rep[j] for rep in reps]) for j in range(len(settings))]
 
     def _prepare(self, settings, options, twin):
@@ -205,13 +214,21 @@ class CoverageStudy(Study):
         layouts = [stream_layout(x, methods) for x in settings]
         return settings, methods, model, layouts, model.sigma(s.batch_size), twin
 
-    def _replicate(self, job, gen):
+    def _replicate(self, job, gens, width=None):
+        """Replications of ``gens``, their paths side by side (``width`` lanes): per replication, a result per setting."""
         settings, methods, model, layouts, sigma, twin = job
         s = settings[0]  # the path's keys are the group's
         if twin:
-            states = path_twin(model, gen, s.n, s.c, s.gamma, s.theta0, list(layouts), s.batch_size)[0]
+            paths = [path_twin(model, gen, s.n, s.c, s.gamma, s.theta0, list(layouts), s.batch_size)[0]
+                     for gen in gens]
         else:
-            states = run_paths(model, gen, s.n, s.c, s.gamma, s.theta0, layouts, s.batch_size)
+            paths = run_paths_lanes(model, gens, s.n, s.c, s.gamma, s.theta0, layouts, s.batch_size, width)
+        return [self._intervals(job, gen, states) for gen, states in zip(gens, paths)]
+
+    def _intervals(self, job, gen, states):
+        """Each setting's intervals from its state of one path, the multipliers drawn from ``gen`` after the path."""
+        settings, methods, model, layouts, sigma, twin = job
+        s = settings[0]
         after_path = gen.bit_generator.state if len(settings) > 1 else None
         out = []
         for j, (setting, layout, state) in enumerate(zip(settings, layouts, states)):

@@ -34,23 +34,25 @@ from ...privacy.accountants import ACCOUNTANTS, DEFAULT_ACCOUNTANT, DESCRIPTION,
 from ...privacy.accounting import SAMPLINGS
 from ...privacy.gdp import gdp_mu
 from ...recursion.keys import GAMMA_WARNING_KINDS, MAX_STEPS, gamma_warnings
+from ...engine.lanes import vector_width
 from ..base import Study
 from ..coverage.study import MANY_BATCHES, resolved
 from . import glm
 from .calibration import (DEFAULT_CLIP, DEFAULT_CLIP_HESSIAN, DEFAULT_METHODS, DIM, METHODS, calibrate,
                           dpgd_noise_sd, noise_problem, output_columns, path_target, undefined_methods)
-from .kernel import draw_data, draw_data_twin, replication_seconds, run_dpgd, run_dpgd_twin, run_dpsgd, run_dpsgd_lanes, \
+from .kernel import draw_data, draw_data_twin, replication_seconds, run_dpgd, run_dpgd_twin, run_dpsgd_lanes, \
     run_dpsgd_twin
 
-#: Replications the DP-SGD kernel advances side by side by default (fastest measured, scripts/bench_dpsgd.py),
-#: up to n = LANES_MAX_N points a dataset (each lane holds its own). 1 for now: at m = 1, d = 3 the lanes kernel
-#: at L = 1 runs as fast as the one-replication kernel (52.9 vs 52.4 ns a step), but L = 2, 4, 8 ran at 0.78,
-#: 0.77, 0.72 of its speed per replication-step while their RNG floor stayed at 18-20 ns (idle 2-core EPYC VM,
-#: 2026-11-24). The kernel is bound by its instruction count, not by its dependency chain (scripts/instructions.py:
-#: about 4 instructions a cycle at L = 1), so lanes only add work (lane indices, generator words in memory);
-#: README "Performance" has the table.
-DEFAULT_LANES = 1
+#: Each lane holds its own dataset, so lanes run side by side by default (:func:`default_lanes`) only up to
+#: n = LANES_MAX_N points a dataset.
 LANES_MAX_N = 100_000
+
+
+def default_lanes() -> int:
+    """The DP-SGD kernel's default lanes: one SIMD register of doubles (scripts/bench_dpsgd.py measures each width)."""
+    return vector_width()
+
+
 #: Doubles one replication holds per data point at its peak (measured with tracemalloc: 18 at d = 3): the
 #: sample (X, y, ||x||, the permutation) and the full-sample fits' and clipped moments' temporaries.
 DOUBLES_PER_POINT = 20
@@ -275,14 +277,14 @@ class DpsgdStudy(Study):
         dpgd = sum(t2 for method, t2 in output_columns(options) if method == "DPGD")
         return replication_seconds(setting.n, DIM, self.steps(setting), setting.batch_size, dpgd)
 
-    def warm_up(self, config):
+    def warm_up(self, config, lanes=None):
         gen = as_generator(0)
-        kinds = {(s.model, s.sampling) for s in config.settings}
+        kinds = {(s.model, s.sampling, self.lane_width(s, config.options, lanes)) for s in config.settings}
         dpgd = "DPGD" in config.options["methods"]
-        for model, sampling in sorted(kinds):
+        for model, sampling, width in sorted(kinds):
             theta_star, X, y, xnorm = draw_data(gen, model, np.eye(DIM), 20, 1.0)
-            run_dpsgd(gen, X, y, xnorm, model, sampling, 64, 2, 0.2, 0.501, 1.0, 0.5, 0.0,
-                      StreamLayout.build(64, 0.5, 0.501))
+            run_dpsgd_lanes([gen], [(X, y, xnorm)], model, sampling, 64, 2, 0.2, 0.501, 1.0, 0.5, 0.0,
+                            StreamLayout.build(64, 0.5, 0.501), width)
             if dpgd:
                 run_dpgd(gen, X, y, xnorm, model, 2, 0.5, 1.0, 0.1, 0.0)
 
@@ -290,13 +292,13 @@ class DpsgdStudy(Study):
         return setting, options, output_columns(options), calibrate(setting, options["methods"]), twin
 
     def default_lanes(self, setting, options):
-        # measured (scripts/bench.py --studies): the lanes' chains overlap; the data of every lane is held at once
-        return DEFAULT_LANES if setting.n <= LANES_MAX_N else 1
+        # the data of every lane is held at once
+        return default_lanes() if setting.n <= LANES_MAX_N else 1
 
     def replicate(self, job, gen):
         return self.replicate_lanes(job, [gen])[0]
 
-    def replicate_lanes(self, job, gens):
+    def replicate_lanes(self, job, gens, width=None):
         s, options, columns, cal, twin = job
         datas = [(draw_data_twin if twin else draw_data)(gen, s.model, cal.chol, s.n, glm.THETA_HI[s.model])
                  for gen in gens]
@@ -304,7 +306,7 @@ class DpsgdStudy(Study):
         if twin:
             paths = [run_dpsgd_twin(gen, *data[1:], *args)[:2] for gen, data in zip(gens, datas)]
         else:
-            paths = run_dpsgd_lanes(gens, [data[1:] for data in datas], *args)
+            paths = run_dpsgd_lanes(gens, [data[1:] for data in datas], *args, width=width)
         return [self._finish(job, gen, data, *path) for gen, data, path in zip(gens, datas, paths)]
 
     def _finish(self, job, gen, data, state, clip_rate):

@@ -129,7 +129,7 @@ class GeneralizationStudy(SagdStudy):
         return data_seconds(s.n, s.d) + sum((sparse if m == "sagd_sparse" else per_method) + losses
                                             for m in options["methods"])
 
-    def warm_up(self, config):
+    def warm_up(self, config, lanes=None):
         # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)
         s = config.settings[0].replace(n=8)
         model = build_model(s, config.options["nodes"])

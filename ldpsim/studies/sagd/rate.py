@@ -136,7 +136,7 @@ class RateStudy(SagdStudy):
         T = schedule(s, build_model(s, options["nodes"]))[1]
         return data_seconds(s.n, s.d) + path_seconds(T, s.n, s.d, options["nodes"], True)
 
-    def warm_up(self, config):
+    def warm_up(self, config, lanes=None):
         # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)
         s = config.settings[0].replace(n=8)
         model = build_model(s, config.options["nodes"])

@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from ...engine.config import ConfigError, Key, Range, check_range
+from ...engine.lanes import vector_width
 from ...engine.rng import as_generator
 from ...inference.streaming import checkpoint_grid
 from ...models import MODELS, build_model
@@ -36,7 +37,7 @@ from ...recursion.keys import GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warni
     path_values, validate_path
 from ...reporting.stats import mean_se
 from ..base import Study
-from .kernel import replication, run_trajectory, squared_norms
+from .kernel import replication, replications, run_trajectories, squared_norms
 from .summary import rate_row, trajectory_rows
 from .theory import THEORIES, linearized_curves, mean_field, theory_slope
 
@@ -159,10 +160,10 @@ class TrajectoryStudy(Study):
     def seconds(self, setting, options):
         return path_seconds(setting)
 
-    def warm_up(self, config):
+    def warm_up(self, config, lanes=None):
         for setting, model in self.distinct_kernels(config, build_model):
-            run_trajectory(model, as_generator(0), 16, setting.c, setting.gamma, setting.theta0, np.array([4, 16]),
-                           setting.batch_size)
+            run_trajectories(model, [as_generator(0)], 16, setting.c, setting.gamma, setting.theta0, np.array([4, 16]),
+                             setting.batch_size, self.lane_width(setting, config.options, lanes))
 
     def prepare(self, setting, options, twin=False):
         return setting, build_model(setting), setting_checkpoints(setting, options), twin
@@ -170,6 +171,13 @@ class TrajectoryStudy(Study):
     def replicate(self, job, gen):
         s, model, checkpoints, twin = job
         return replication(model, gen, s, checkpoints, twin)
+
+    def replicate_lanes(self, job, gens, width=None):
+        s, model, checkpoints, twin = job
+        return replications(model, gens, s, checkpoints, twin, width)
+
+    def default_lanes(self, setting, options):
+        return vector_width()
 
     def summarize(self, config, chunks):
         rows, rates, bias, guarantees = [], [], [], []
