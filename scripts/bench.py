@@ -3,19 +3,21 @@
 Prints, from one process, medians over ``--repeats`` interleaved repetitions
 (load drift hits every measure alike) of
 
-1. the kernel's cost per step (:func:`ldpsim.recursion.run_path`, quantile
-   model at tau = 0.5, epsilon = 1, all inference state on);
+1. the kernel's cost per replication-step (:func:`ldpsim.recursion.kernels.run_paths_lanes`,
+   quantile model at tau = 0.5, epsilon = 1, all inference state on), at one lane and at the
+   default lanes (:func:`ldpsim.engine.lanes.vector_width` replications side by side);
 2. two RNG floors, jitted loops drawing the kernel's random numbers (one
    normal, one uniform a step) and nothing else, from the same function:
-   the *new* floor through ``ldpsim.engine.rng`` on ``kernel_rng(gen)`` (the
-   inlined SFC64 the kernels use), the *old* floor through numba's
-   ``Generator`` (a call through the bit generator's function pointer per
-   draw, which is how the kernels drew before);
+   the *new* floor through ``ldpsim.engine.rng`` on ``kernel_rngs(gens)`` (the
+   inlined SFC64 the kernels use), at the same lanes as the kernel it is the
+   floor of, the *old* floor through numba's ``Generator`` (a call through the
+   bit generator's function pointer per draw, which is how the kernels drew
+   before; one lane);
 3. a plain-numpy implementation of the same algorithm vectorised over ``R``
    replications, in ns per replication-step, with a statistical sanity check
    against the kernel;
 4. the quantile-regression kernel (d = 4, tau = 0.5, epsilon = 1,
-   truncated-normal covariates, Laplace noise) against its two floors: per
+   truncated-normal covariates, Laplace noise), at one lane and the default, against its floors: per
    step 3 truncated normals by the same rejection from N(0, 1), the
    response's normal and 4 Laplace draws (8 standard exponentials), in the
    kernel's order. A sanity line checks that floor and kernel leave the
@@ -56,9 +58,10 @@ import numpy as np
 import ldpsim
 from ldpsim.engine.jit import jit  # imports ldpsim first: fixes numba's cache directory
 from ldpsim.engine import rng as ldpsim_rng
-from ldpsim.engine.rng import exponential, kernel_rng, local_rng, normal, release_rng, uniform
+from ldpsim.engine.lanes import any_lane, lane_array, vector_width
+from ldpsim.engine.rng import exponential, kernel_rngs, local_rng, normal, normal_where, release_rng, uniform
 from ldpsim.models import QuantileModel, QuantileRegressionModel
-from ldpsim.recursion import run_path
+from ldpsim.recursion.kernels import run_paths_lanes
 from ldpsim.inference.streaming import StreamLayout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,54 +76,64 @@ def make_gen(seed):
     return np.random.Generator(BIT_GENERATOR(seed))
 
 
-@jit
-def rng_floor(stream, n):
-    """Draw what the kernel draws per step (one normal, one uniform), nothing else.
+#: Replications a kernel call advances side by side by default on this machine (the studies' default).
+LANES = vector_width()
 
-    ``stream`` is ``kernel_rng(gen)`` (the new floor: the kernels' inlined SFC64,
-    its state copied into registers as the kernels do) or ``gen`` itself
-    (the old floor: numba's ``Generator``).
+
+@jit
+def rng_floor(rngs, n, out):
+    """Draw what the kernel draws per step (one normal, one uniform), nothing else; the sum goes to ``out[0]``.
+
+    ``rngs`` is ``kernel_rngs(gens)`` (the new floor: the kernels' inlined
+    SFC64, one lane or several side by side, its state copied into registers
+    as the kernels do) or a generator itself (the old floor: numba's ``Generator``).
     """
-    rng = local_rng(stream)
+    rng = local_rng(rngs)
     s = 0.0
     for _ in range(n):
         s += normal(rng)
         s += uniform(rng)
-    release_rng(stream, rng)
-    return s
+    release_rng(rngs, rng)
+    out[0] = s
 
 
 @jit
-def qr_rng_floor(stream, n, d, bound):
+def qr_rng_floor(rngs, n, d, bound, out):
     """Draw what the quantile-regression kernel draws per step, in its order, nothing else.
 
     ``d - 1`` covariates N(0, 1) truncated to ``[-bound, bound]`` by rejection
-    (``_draw_truncated_normal``), the response's normal, then one Laplace
-    per coordinate as the difference of two standard exponentials
-    (``mechanisms.laplace``); all summed so that no draw is optimised away.
-    ``stream`` as for :func:`rng_floor`.
+    (``_draw_truncated_normal``: with lanes, each lane redraws alone), the
+    response's normal, then one Laplace per coordinate as the difference of
+    two standard exponentials (``mechanisms.laplace``); all summed into
+    ``out[0]`` so that no draw is optimised away. ``rngs`` as for :func:`rng_floor`.
     """
-    rng = local_rng(stream)
+    rng = local_rng(rngs)
     s = 0.0
     for _ in range(n):
         for _ in range(d - 1):
             z = normal(rng)
-            while abs(z) > bound:
-                z = normal(rng)
+            outside = abs(z) > bound
+            while any_lane(outside):
+                z = normal_where(rng, outside, z)
+                outside = abs(z) > bound
             s += z
         s += normal(rng)
         for _ in range(d):
             s += exponential(rng)
             s -= exponential(rng)
-    release_rng(stream, rng)
-    return s
+    release_rng(rngs, rng)
+    out[0] = s
 
 
-def run_floor(n, seed, old=False):
-    """:func:`rng_floor` on a fresh generator: the new floor, or the old one (``old=True``)."""
-    gen = make_gen(seed)
-    rng_floor(gen if old else kernel_rng(gen), n)
-    return gen
+def _gens(seed, lanes):
+    return [make_gen(seed * 1000 + j) for j in range(lanes)]
+
+
+def run_floor(n, seed, old=False, lanes=1):
+    """:func:`rng_floor` for ``n`` replication-steps on fresh generators (``lanes`` side by side), or the old floor."""
+    gens = _gens(seed, 1 if old else lanes)
+    rng_floor(gens[0] if old else kernel_rngs(gens), n // len(gens), lane_array(1, len(gens)))
+    return gens
 
 
 def qr_model():
@@ -128,37 +141,37 @@ def qr_model():
     return QuantileRegressionModel(TAU, epsilon=EPSILON, covariates="truncnorm", mechanism="laplace")
 
 
-def run_qr_floor(n, seed, old=False):
-    """:func:`qr_rng_floor` for :func:`qr_model` on a fresh generator (new or old floor); returns it."""
+def run_qr_floor(n, seed, old=False, lanes=1):
+    """:func:`qr_rng_floor` for :func:`qr_model`, ``n`` replication-steps (new floor at ``lanes``, or the old one)."""
     model = qr_model()
-    gen = make_gen(seed)
-    qr_rng_floor(gen if old else kernel_rng(gen), n, model.dim, model.covariates.bound)
-    return gen
+    gens = _gens(seed, 1 if old else lanes)
+    qr_rng_floor(gens[0] if old else kernel_rngs(gens), n // len(gens), model.dim, model.covariates.bound,
+                 lane_array(1, len(gens)))
+    return gens
 
 
-def run_qr_kernel(n, seed, gen=None):
-    """One quantile-regression kernel path of ``n`` steps; returns its :class:`PathState`."""
-    layout = StreamLayout.build(n, BETA, GAMMA)
-    gen = make_gen(seed) if gen is None else gen
-    return run_path(qr_model(), gen, n, C, GAMMA, THETA0, layout)
+def run_qr_kernel(n, seed, lanes=1):
+    """Quantile-regression kernel paths of ``n // lanes`` steps, ``lanes`` side by side; returns their generators."""
+    gens = _gens(seed, lanes)
+    steps = n // lanes
+    run_paths_lanes(qr_model(), gens, steps, C, GAMMA, THETA0, [StreamLayout.build(steps, BETA, GAMMA)])
+    return gens
 
 
-def qr_sanity(n, seed):
-    """Print whether kernel and floor consume the generator alike (same next ``random()`` after ``n`` steps)."""
-    gen = make_gen(seed)
-    st = run_qr_kernel(n, seed, gen)
-    after_kernel = gen.random()
-    after_floor = run_qr_floor(n, seed).random()
-    same = after_kernel == after_floor and st.steps == n
-    print(f"QR floor consumes the generator like the kernel (n={n}): {'yes' if same else 'NO'} "
-          f"(next random {after_kernel:.17f} vs {after_floor:.17f})")
+def qr_sanity(n, seed, lanes=LANES):
+    """Print whether kernel and floor consume the generators alike (same next ``random()`` after the run)."""
+    after_kernel = [g.random() for g in run_qr_kernel(n * lanes, seed, lanes)]
+    after_floor = [g.random() for g in run_qr_floor(n * lanes, seed, lanes=lanes)]
+    same = after_kernel == after_floor
+    print(f"QR floor consumes the generators like the kernel (n={n}, {lanes} lanes): {'yes' if same else 'NO'}")
     return same
 
 
-def run_kernel(n, seed):
-    """One kernel path of ``n`` steps; returns its :class:`PathState`."""
-    layout = StreamLayout.build(n, BETA, GAMMA)
-    return run_path(QuantileModel(TAU, EPSILON), make_gen(seed), n, C, GAMMA, THETA0, layout)
+def run_kernel(n, seed, lanes=1):
+    """Quantile kernel paths of ``n // lanes`` steps, ``lanes`` side by side; the first path's :class:`PathState`."""
+    steps = n // lanes
+    return run_paths_lanes(QuantileModel(TAU, EPSILON), _gens(seed, lanes), steps, C, GAMMA, THETA0,
+                           [StreamLayout.build(steps, BETA, GAMMA)])[0][0]
 
 
 def numpy_paths(n, reps, seed, chunk=1024):
@@ -239,7 +252,7 @@ def numpy_paths(n, reps, seed, chunk=1024):
 def sanity(n, reps, seed):
     """Compare numpy's and the kernel's theta_bar and V_n over ``reps`` paths (printed)."""
     tb, v, _, batches = numpy_paths(n, reps, seed)
-    states = [run_kernel(n, seed + 1 + r) for r in range(reps)]
+    states = [run_kernel(n, seed + 1 + r) for r in range(reps)]  # (one lane: lanes give the same numbers)
     ktb = np.array([st.theta_bar[0] for st in states])
     kv = np.array([st.sn_v[0] for st in states])
     se = tb.std(ddof=1) / np.sqrt(reps)
@@ -278,8 +291,8 @@ def peak_rss_mib(n):
 
 def memory_child(n):
     """Child of :func:`peak_rss_mib`: warm up, run ``n`` steps, print ru_maxrss."""
-    run_kernel(1000, 0)
-    run_kernel(n, 1)
+    run_kernel(1000 * LANES, 0, LANES)
+    run_kernel(n * LANES, 1, LANES)  # LANES paths of n steps
     print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
@@ -306,40 +319,45 @@ def main(argv=None):
     n, n_vec, reps, n_qr = int(args.n), int(args.n_vec), args.reps_vec, int(args.n_qr)
 
     # warm-up: compile (or load from cache) before anything is timed
-    run_kernel(1000, 0)
-    run_floor(1000, 0)
+    widths = sorted({1, LANES})
+    for lanes in widths:
+        run_kernel(1000 * lanes, 0, lanes)
+        run_floor(1000 * lanes, 0, lanes=lanes)
+        run_qr_kernel(1000 * lanes, 0, lanes)
+        run_qr_floor(1000 * lanes, 0, lanes=lanes)
     run_floor(1000, 0, old=True)
-    numpy_paths(2 * 1024, reps, 0)
-    run_qr_kernel(1000, 0)
-    run_qr_floor(1000, 0)
     run_qr_floor(1000, 0, old=True)
+    numpy_paths(2 * 1024, reps, 0)
     run_config("configs/sweep_gamma_beta.yaml", reps=2, n=10**5, n_jobs=1)
     run_config("configs/sweep_gamma_beta.yaml", reps=2, n=10**5, n_jobs=1, beta=0.75)
     run_config("configs/quantile.yaml", reps=2, n=10**5, n_jobs=2)
     sanity(n_vec, reps, 12345)
     qr_same = qr_sanity(10**4 + 17, 4321)
 
-    names = ("kernel", "floor", "old_floor", "numpy", "qr_kernel", "qr_floor", "qr_old_floor", "sweep", "sweep_one",
-             "table1")
+    per_width = [f"{name}_L{lanes}" for lanes in widths for name in ("kernel", "floor", "qr_kernel", "qr_floor")]
+    names = tuple(per_width) + ("old_floor", "numpy", "qr_old_floor", "sweep", "sweep_one", "table1")
     t = {name: [] for name in names}
     slice_steps = args.reps_table * TABLE1_TAUS * sum(TABLE1_NS)
     full_steps = TABLE1_REPS * TABLE1_TAUS * sum(TABLE1_NS)
     for rep in range(args.repeats):  # interleaved: load drift hits all alike
-        t["kernel"].append(timed(run_kernel, n, 100 + rep) / n * 1e9)
-        t["floor"].append(timed(run_floor, n, 200 + rep) / n * 1e9)
+        for lanes in widths:  # ns per replication-step
+            t[f"kernel_L{lanes}"].append(timed(run_kernel, n, 100 + rep, lanes) / n * 1e9)
+            t[f"floor_L{lanes}"].append(timed(run_floor, n, 200 + rep, lanes=lanes) / n * 1e9)
+            t[f"qr_kernel_L{lanes}"].append(timed(run_qr_kernel, n_qr, 400 + rep, lanes) / n_qr * 1e9)
+            t[f"qr_floor_L{lanes}"].append(timed(run_qr_floor, n_qr, 500 + rep, lanes=lanes) / n_qr * 1e9)
         t["old_floor"].append(timed(run_floor, n, 200 + rep, old=True) / n * 1e9)
         t["numpy"].append(timed(numpy_paths, n_vec, reps, 300 + rep) / (n_vec * reps) * 1e9)
-        t["qr_kernel"].append(timed(run_qr_kernel, n_qr, 400 + rep) / n_qr * 1e9)
-        t["qr_floor"].append(timed(run_qr_floor, n_qr, 500 + rep) / n_qr * 1e9)
         t["qr_old_floor"].append(timed(run_qr_floor, n_qr, 500 + rep, old=True) / n_qr * 1e9)
         t["sweep"].append(timed(run_config, "configs/sweep_gamma_beta.yaml", reps=args.reps_sweep, n_jobs=1))
         t["sweep_one"].append(timed(run_config, "configs/sweep_gamma_beta.yaml", reps=args.reps_sweep, n_jobs=1,
                                     beta=0.75))
         t["table1"].append(timed(run_config, "configs/quantile.yaml", reps=args.reps_table, n_jobs=2)
                            * full_steps / slice_steps)
-        print(f"repeat {rep + 1}/{args.repeats}: kernel {t['kernel'][-1]:.1f}, floor {t['floor'][-1]:.1f}, "
-              f"old floor {t['old_floor'][-1]:.1f}, numpy {t['numpy'][-1]:.1f}, QR kernel {t['qr_kernel'][-1]:.1f}, "
-              f"QR floor {t['qr_floor'][-1]:.1f}, QR old floor {t['qr_old_floor'][-1]:.1f} ns/step; sweep "
+        kernels = ", ".join(f"L = {lanes}: kernel {t[f'kernel_L{lanes}'][-1]:.2f}, floor {t[f'floor_L{lanes}'][-1]:.2f},"
+                            f" QR kernel {t[f'qr_kernel_L{lanes}'][-1]:.1f}, QR floor {t[f'qr_floor_L{lanes}'][-1]:.1f}"
+                            for lanes in widths)
+        print(f"repeat {rep + 1}/{args.repeats}: {kernels}; old floor {t['old_floor'][-1]:.1f}, numpy "
+              f"{t['numpy'][-1]:.1f}, QR old floor {t['qr_old_floor'][-1]:.1f} ns per replication-step; sweep "
               f"{t['sweep'][-1]:.2f} s vs {t['sweep_one'][-1]:.2f} s; Table 1 {t['table1'][-1] / 60:.1f} min",
               flush=True)
     med = statistics.median
@@ -347,20 +365,24 @@ def main(argv=None):
     def ratio(a, b):  # the median of the ratios taken repeat by repeat
         return med(x / y for x, y in zip(t[a], t[b]))
 
-    res = {
-        "n": n, "n_vec": n_vec, "reps_vec": reps, "repeats": args.repeats, "n_qr": n_qr,
-        "kernel_ns_per_step": med(t["kernel"]),
-        "floor_ns_per_step": med(t["floor"]),
-        "old_floor_ns_per_step": med(t["old_floor"]),
-        "kernel_over_floor": ratio("kernel", "floor"),
-        "kernel_over_old_floor": ratio("kernel", "old_floor"),
+    res = {"n": n, "n_vec": n_vec, "reps_vec": reps, "repeats": args.repeats, "n_qr": n_qr, "lanes": LANES,
+           "widths": widths}
+    for lanes in widths:
+        res.update({
+            f"kernel_L{lanes}_ns": med(t[f"kernel_L{lanes}"]), f"floor_L{lanes}_ns": med(t[f"floor_L{lanes}"]),
+            f"kernel_L{lanes}_over_floor": ratio(f"kernel_L{lanes}", f"floor_L{lanes}"),
+            f"qr_kernel_L{lanes}_ns": med(t[f"qr_kernel_L{lanes}"]), f"qr_floor_L{lanes}_ns": med(t[f"qr_floor_L{lanes}"]),
+            f"qr_kernel_L{lanes}_over_floor": ratio(f"qr_kernel_L{lanes}", f"qr_floor_L{lanes}"),
+        })
+    res.update({
+        "kernel_speedup": ratio("kernel_L1", f"kernel_L{LANES}"),
+        "qr_kernel_speedup": ratio("qr_kernel_L1", f"qr_kernel_L{LANES}"),
+        "old_floor_ns": med(t["old_floor"]),
+        "kernel_over_old_floor": ratio(f"kernel_L{LANES}", "old_floor"),
         "numpy_ns_per_replication_step": med(t["numpy"]),
-        "numpy_over_kernel": ratio("numpy", "kernel"),
-        "qr_kernel_ns_per_step": med(t["qr_kernel"]),
-        "qr_floor_ns_per_step": med(t["qr_floor"]),
-        "qr_old_floor_ns_per_step": med(t["qr_old_floor"]),
-        "qr_kernel_over_floor": ratio("qr_kernel", "qr_floor"),
-        "qr_kernel_over_old_floor": ratio("qr_kernel", "qr_old_floor"),
+        "numpy_over_kernel": ratio("numpy", f"kernel_L{LANES}"),
+        "qr_old_floor_ns": med(t["qr_old_floor"]),
+        "qr_kernel_over_old_floor": ratio(f"qr_kernel_L{LANES}", "qr_old_floor"),
         "qr_floor_consumes_like_kernel": qr_same,
         "reps_sweep": args.reps_sweep,
         "sweep_s": med(t["sweep"]), "sweep_one_beta_s": med(t["sweep_one"]),
@@ -368,24 +390,26 @@ def main(argv=None):
         "reps_table": args.reps_table,
         "table1_extrapolated_min": med(t["table1"]) / 60,
         "all": t,
-    }
+    })
     res["peak_rss_mib_1e5"] = peak_rss_mib(10**5)
     res["peak_rss_mib_1e7"] = peak_rss_mib(10**7)
     res["peak_rss_ratio"] = res["peak_rss_mib_1e7"] / res["peak_rss_mib_1e5"]
 
     res["bit_generator"] = args.bit_generator
     print()
-    print(f"bit generator        {args.bit_generator}")
-    print(f"kernel               {res['kernel_ns_per_step']:7.1f} ns/step")
-    print(f"RNG floor            {res['floor_ns_per_step']:7.1f} ns/step   (inlined SFC64, as the kernels draw)")
-    print(f"old RNG floor        {res['old_floor_ns_per_step']:7.1f} ns/step   (numba's Generator)")
-    print(f"kernel / floor       {res['kernel_over_floor']:7.2f}   (target <= 1.3)")
-    print(f"kernel / old floor   {res['kernel_over_old_floor']:7.2f}   (target <= 0.8)")
-    print(f"numpy (R={reps})      {res['numpy_ns_per_replication_step']:7.1f} ns/replication-step")
-    print(f"numpy / kernel       {res['numpy_over_kernel']:7.2f}   (target >= 3)")
-    print(f"QR kernel {res['qr_kernel_ns_per_step']:.1f} ns/step, QR RNG floor {res['qr_floor_ns_per_step']:.1f}, "
-          f"old {res['qr_old_floor_ns_per_step']:.1f} ns/step: QR kernel / floor {res['qr_kernel_over_floor']:.2f}, "
-          f"/ old floor {res['qr_kernel_over_old_floor']:.2f} (target <= 0.8)")
+    print(f"bit generator        {args.bit_generator}; default lanes L = {LANES}; ns per replication-step")
+    for name, key in (("quantile kernel", "kernel"), ("QR kernel", "qr_kernel")):
+        floor = key.replace("kernel", "floor")
+        for lanes in widths:
+            print(f"{name:15s} L = {lanes}: {res[f'{key}_L{lanes}_ns']:7.2f} ns, its floor (same lanes) "
+                  f"{res[f'{floor}_L{lanes}_ns']:7.2f} ns, kernel / floor {res[f'{key}_L{lanes}_over_floor']:.2f}")
+        print(f"{name:15s} L = {LANES} over L = 1: {res[f'{key}_speedup']:.2f}x faster")
+    print(f"old RNG floor        {res['old_floor_ns']:7.1f} ns/step (numba's Generator); quantile kernel (L = {LANES}) / "
+          f"old floor {res['kernel_over_old_floor']:.2f}")
+    print(f"numpy (R={reps})      {res['numpy_ns_per_replication_step']:7.1f} ns/replication-step; numpy / kernel "
+          f"(L = {LANES}) {res['numpy_over_kernel']:.2f}")
+    print(f"QR old floor {res['qr_old_floor_ns']:.1f} ns/step; QR kernel (L = {LANES}) / old floor "
+          f"{res['qr_kernel_over_old_floor']:.2f}")
     print(f"sweep (5 beta per gamma) {res['sweep_s']:.2f} s vs one beta {res['sweep_one_beta_s']:.2f} s at "
           f"{args.reps_sweep} reps: ratio {res['sweep_over_one_beta']:.2f} (target <= 1.4)")
     print(f"Table 1 (500 reps, n to 1e8, 2 workers) extrapolated from {args.reps_table} reps per setting: "

@@ -18,11 +18,16 @@ def test_bench_runs_small_and_reports_every_number(tmp_path):
         capture_output=True, text=True, check=True,
     )
     res = json.loads(out.read_text())
-    for key in ("kernel_ns_per_step", "floor_ns_per_step", "kernel_over_floor", "numpy_ns_per_replication_step",
-                "numpy_over_kernel", "peak_rss_mib_1e5", "peak_rss_mib_1e7", "peak_rss_ratio",
-                "qr_kernel_ns_per_step", "qr_floor_ns_per_step", "qr_kernel_over_floor"):
+    widths = res["widths"]
+    assert widths == sorted({1, res["lanes"]})  # one lane and the default
+    for lanes in widths:
+        for key in ("kernel", "floor", "qr_kernel", "qr_floor"):
+            assert res[f"{key}_L{lanes}_ns"] > 0, (key, lanes)
+        assert res[f"kernel_L{lanes}_over_floor"] > 0 and res[f"qr_kernel_L{lanes}_over_floor"] > 0
+    for key in ("kernel_speedup", "qr_kernel_speedup", "numpy_ns_per_replication_step", "numpy_over_kernel",
+                "peak_rss_mib_1e5", "peak_rss_mib_1e7", "peak_rss_ratio", "old_floor_ns", "qr_old_floor_ns"):
         assert res[key] > 0, key
     assert "kernel / floor" in proc.stdout and "numpy / kernel" in proc.stdout
-    assert "QR kernel" in proc.stdout and "QR RNG floor" in proc.stdout
-    # the QR floor draws exactly the kernel's random numbers, in its order
+    assert "QR kernel" in proc.stdout and "its floor (same lanes)" in proc.stdout
+    # the QR floor draws exactly the kernel's random numbers, in its order, lane by lane
     assert res["qr_floor_consumes_like_kernel"] is True
