@@ -190,7 +190,8 @@ def quiet_drawing():
         yield
 
 
-#: The widest lanes a run may ask for (a kernel's per-lane state is O(lanes d); beyond a few dozen nothing overlaps more).
+#: The widest lanes a run may ask for (a kernel's per-lane state is O(lanes d); beyond a few vector registers
+#: nothing is gained, and each width is compiled anew).
 MAX_LANES = 64
 
 
@@ -254,8 +255,10 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
         Run even if the run is estimated to take more than a week (refused
         otherwise, before any work: a run of years is a typo).
     lanes : int, optional
-        Replications a kernel call advances side by side, 1 to 64 (default: the
-        fastest measured for each study's kernel). Never changes the numbers.
+        Replications a kernel call advances side by side in SIMD vectors, 1 to
+        64 (default: the doubles of one vector register of this machine, 8 with
+        AVX-512 and 4 with AVX2, for the studies with a lanes kernel; 1 for the
+        others). Never changes the numbers (:mod:`ldpsim.engine.lanes`).
     **overrides
         Config keys that win over ``source``: ``reps=50``, ``n=[1e6, 1e7]``,
         ``tau=[0.5, 0.9]``.
