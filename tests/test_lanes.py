@@ -21,7 +21,7 @@ import ldpsim
 from ldpsim.engine import lanes as L
 from ldpsim.engine.jit import jit
 from ldpsim.engine.lanes import lnot, where
-from ldpsim.engine.rng import as_generator, exponential, kernel_rngs, local_rng, normal, normal_where, release_rng, \
+from ldpsim.engine.rng import exponential, kernel_rngs, local_rng, normal, normal_where, release_rng, \
     uniform, uniform_where
 from ldpsim.inference.streaming import StreamLayout
 from ldpsim.models import MODELS, MeanModel, QuantileModel, QuantileRegressionModel
