@@ -306,7 +306,9 @@ def main(argv=None):
     parser.add_argument("--reps-vec", type=int, default=500, help="replications R of the numpy version")
     parser.add_argument("--n-vec", type=float, default=2e4, help="steps of the numpy version")
     parser.add_argument("--reps-sweep", type=int, default=10, help="replications of the timed sweeps")
-    parser.add_argument("--reps-table", type=int, default=2, help="replications per setting of the Table 1 slice")
+    parser.add_argument("--reps-table", type=int, default=LANES,
+                        help="replications per setting of the Table 1 slice (a multiple of the lanes: a slice of "
+                             "fewer runs in a padded call of the lanes' cost)")
     parser.add_argument("--json", metavar="PATH", help="also write the numbers to this JSON file")
     parser.add_argument("--bit-generator", default=BIT_GENERATOR.__name__,
                         help="numpy bit generator of all streams (default: ldpsim's)")
@@ -444,16 +446,21 @@ def study_benchmarks(repeats: int) -> dict:
         print(f"DP-SGD step (002), m = {m:2d}: {d[f'm{m}_ns_per_step']:.1f} ns, floor {d[f'm{m}_floor_ns_per_step']:.1f}: "
               f"ratio {d[f'm{m}_ratio']:.2f}")
     lanes = out["dpsgd_lanes"]
-    for width in (1, lanes["lanes"]):
+    for width in lanes["widths"]:
         print(f"DP-SGD lanes, m = 1, L = {width}: {lanes[f'L{width}_ns']:.1f} ns per replication-step, floor "
               f"{lanes[f'L{width}_floor_ns']:.1f} with the same lanes: ratio {lanes[f'L{width}_ratio']:.2f}")
-    print(f"  L = {lanes['lanes']} over L = 1: {lanes['speedup']:.2f}x; default L = {lanes['default']} "
-          "(every other kernel: 1, no lanes body; scripts/instructions.py)")
+    print(f"  DP-SGD, default L = {lanes['default']} over L = 1: {lanes['speedup']:.2f}x faster")
     print(f"SAGD step (001, n = {s['n']}, d = {s['d']}): {s['kernel_ns_per_step'] / 1e3:.1f} us, "
           f"{s['kernel_over_floor']:.2f} x its floor (one pass for the mean gradient + the draws)")
-    print(f"online Huber d = 10 (004): {o['huber_d10_ns_per_step']:.1f} ns/step, "
-          f"{o['huber_d10_kernel_over_floor']:.2f} x its floor; per-user budgets "
-          f"{o['huber_d10_per_user_kernel_over_floor']:.2f}")
+    for width in o["widths"]:
+        key = f"huber_d10_L{width}"
+        print(f"online Huber d = 10 (004), L = {width}: {o[key + '_ns_per_step']:.1f} ns per replication-step, "
+              f"{o[key + '_kernel_over_floor']:.2f} x its floor with the same lanes; per-user budgets "
+              f"{o[key + '_per_user_kernel_over_floor']:.2f}")
+    default = o["default"]
+    if default in o["widths"] and 1 in o["widths"]:
+        speedup = o["huber_d10_L1_ns_per_step"] / o[f"huber_d10_L{default}_ns_per_step"]
+        print(f"  online Huber, default L = {default} over L = 1: {speedup:.2f}x faster")
     return out
 
 

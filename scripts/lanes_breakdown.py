@@ -47,6 +47,7 @@ from ldpsim.engine.rng import as_generator, kernel_rngs, local_rng, normal, rele
 from ldpsim.inference.streaming import StreamLayout  # noqa: E402
 from ldpsim.recursion.kernels import run_paths_lanes  # noqa: E402
 from ldpsim.studies.dpsgd.kernel import draw_data, run_dpsgd_lanes  # noqa: E402
+from ldpsim.studies.trajectory.kernel import run_trajectories  # noqa: E402
 
 
 def _normal_variant(kind: str):
@@ -125,6 +126,7 @@ def measure(lanes: int, repeats: int = 7, n: int = 4_000_000) -> dict:
         "QR kernel, no block sums": [StreamLayout.build(qr_steps, 0.75, 0.51, blocks=False)],
         "QR kernel, random scaling only": [StreamLayout.build(qr_steps, 0.75, 0.51, blocks=False, batches=False)],
     }
+    huber, huber_steps = bench_online._model(False), (n // 8) // lanes  # (built once: its quadratures take a while)
     dp_steps = (n // 4) // lanes
     data = [draw_data(g, "linear", np.eye(3), bench_dpsgd.N, 1.0)[1:] for g in gens]
     dp_layout = StreamLayout.build(dp_steps, 0.75, 0.501)
@@ -141,10 +143,11 @@ def measure(lanes: int, repeats: int = 7, n: int = 4_000_000) -> dict:
         **{name: (_timer(run_paths_lanes, qr, gens, qr_steps, bench.C, bench.GAMMA, bench.THETA0, layouts),
                   qr_steps * lanes) for name, layouts in qr_layouts.items()},
         "QR floor": (_timer(bench.run_qr_floor, qr_steps * lanes, 1, False, lanes), qr_steps * lanes),
-        "Huber d = 10 kernel": (_timer(bench_online.run_kernel, (n // 20) // lanes, 1, False, lanes),
-                                (n // 20) // lanes * lanes),
-        "Huber d = 10 floor": (_timer(bench_online.run_floor, (n // 20) // lanes, 1, False, lanes),
-                               (n // 20) // lanes * lanes),
+        "Huber d = 10 kernel": (_timer(run_trajectories, huber, gens, huber_steps, bench_online.C, bench_online.GAMMA,
+                                       bench_online.THETA0, np.array([huber_steps], dtype=np.int64)),
+                                huber_steps * lanes),
+        "Huber d = 10 floor": (_timer(bench_online.huber_floor, kernel_rngs(gens), huber_steps, bench_online.DIM,
+                                      huber.p, False, out), huber_steps * lanes),
         "DP-SGD, batch without replacement (gathers)": (dpsgd("swor", 11.0), dp_steps * lanes),
         "DP-SGD, cyclic batch (no gathers)": (dpsgd("cyclic", 11.0), dp_steps * lanes),
         "DP-SGD, without replacement, no noise": (dpsgd("swor", 0.0), dp_steps * lanes),
