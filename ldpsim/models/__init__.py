@@ -4,13 +4,15 @@ A model draws one observation inside a kernel, privatizes its gradient with
 a mechanism of :mod:`ldpsim.privacy`, and knows its truth: ``theta_star``,
 the Hessian ``G``, the gradient covariance ``S`` and the oracle covariance.
 To add a model, write one module here following ``quantile.py`` (scalar) or
-``linear.py`` (vector): a parameter NamedTuple, a gradient registered for it
-with ``register_scalar`` or ``add_privatized_gradient.register``,
+``linear.py`` (vector): a parameter NamedTuple, the draws of one observation
+registered for it with ``observe.register``, its privatized gradient at any
+``theta`` with ``register_scalar`` or ``register_vector``,
 and a :class:`~ldpsim.models.base.Model` subclass with its truth (``theta_star``,
 ``hessian``, ``gradient_covariance``); then add the class to :data:`MODELS`.
 """
 
-from .base import Model, add_privatized_gradient, constrain, privatized_gradient, register_scalar
+from .base import (Model, add_gradient_at, add_privatized_gradient, constrain, gradient_at, observe, privatized_gradient,
+                   register_scalar, register_vector)
 from .huber import HuberClipModel, HuberModel
 from .linear import LinearModel
 from .logistic import LogisticModel
@@ -29,5 +31,5 @@ def build_model(setting) -> Model:
     return MODELS[setting.model].from_setting(setting)
 
 
-__all__ = ["MODELS", "Model", "add_privatized_gradient", "build_model", "constrain", "privatized_gradient",
-           "register_scalar"]
+__all__ = ["MODELS", "Model", "add_gradient_at", "add_privatized_gradient", "build_model", "constrain", "gradient_at",
+           "observe", "privatized_gradient", "register_scalar", "register_vector"]

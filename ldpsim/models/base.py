@@ -33,8 +33,37 @@ from ..engine.jit import JIT_OPTIONS
 
 
 @by_record
+def observe(params, gen):
+    """Draw one observation: the random numbers of the data, before any privacy.
+
+    Returns the number the gradient reads of them (the observation itself, or
+    the draw of the response's error); a vector model writes its covariates
+    into ``params.x``. Splitting the draw of the data from the gradient lets
+    paths other than the main one (issue 20: HulC's segments, HiGrad's
+    threads, the online bootstrap's perturbed paths) privatize the same
+    observation at their own iterates (:func:`gradient_at`).
+    """
+
+
+@by_record
+def gradient_at(params, obs, theta, gen):
+    """Scalar models: the privatized gradient of the observation ``obs`` (:func:`observe`) at ``theta``.
+
+    Draws the mechanism's noise from ``gen``.
+    """
+
+
+@by_record
+def add_gradient_at(params, obs, theta, gen, out):
+    """Vector models: add the privatized gradient of the observation ``obs`` at ``theta`` (``(d,)``) to ``out``."""
+
+
+@by_record
 def privatized_gradient(params, theta, gen):
-    """Scalar models: draw one observation and return its privatized gradient at ``theta`` (a float)."""
+    """Scalar models: draw one observation and return its privatized gradient at ``theta`` (a float).
+
+    :func:`gradient_at` of :func:`observe`: the observation's draws, then the mechanism's.
+    """
 
 
 @by_record
@@ -44,6 +73,18 @@ def add_privatized_gradient(params, theta, gen, out):
     ``theta`` and ``out`` have shape ``(d,)``; adding (not assigning) lets
     the kernel average a mini-batch without a second buffer.
     """
+
+
+def _compose_scalar(params, theta, gen):
+    return gradient_at(params, observe(params, gen), theta, gen)
+
+
+def _compose_vector(params, theta, gen, out):
+    add_gradient_at(params, observe(params, gen), theta, gen, out)
+
+
+def _scalar_at_as_vector(params, obs, theta, gen, out):
+    out[0] += gradient_at(params, obs, theta[0], gen)
 
 
 def _keep(params, theta):
@@ -95,18 +136,32 @@ def constrain(params, theta):
 
 
 def register_scalar(record_cls):
-    """Register a scalar model's gradient for ``record_cls``, and its vector form for vector kernels.
+    """Register a scalar model's gradient (:func:`gradient_at`) for ``record_cls``, and everything built on it.
 
-    The decorated function is :func:`privatized_gradient`'s implementation
-    (the scalar kernel keeps ``theta`` in a register); kernels written for
-    every model at once (the trajectory study's) call
-    :func:`add_privatized_gradient` with ``(1,)`` arrays, which adds that same
-    gradient to ``out[0]``.
+    The decorated function is :func:`gradient_at`'s implementation;
+    :func:`privatized_gradient` is it at :func:`observe` (the scalar kernel
+    keeps ``theta`` in a register). Kernels written for every model at once
+    (the trajectory study's) call :func:`add_privatized_gradient` and
+    :func:`add_gradient_at` with ``(1,)`` arrays, which add that same gradient
+    to ``out[0]``. The model registers its :func:`observe` itself.
     """
 
     def decorate(func):
-        privatized_gradient.register(record_cls)(func)
+        gradient_at.register(record_cls)(func)
+        privatized_gradient.register(record_cls)(_compose_scalar)
+        add_gradient_at.register(record_cls)(_scalar_at_as_vector)
         add_privatized_gradient.register(record_cls)(_scalar_as_vector)
+        return func
+
+    return decorate
+
+
+def register_vector(record_cls):
+    """Register a vector model's gradient (:func:`add_gradient_at`) for ``record_cls``, and the composition with :func:`observe`."""
+
+    def decorate(func):
+        add_gradient_at.register(record_cls)(func)
+        add_privatized_gradient.register(record_cls)(_compose_vector)
         return func
 
     return decorate

@@ -30,6 +30,9 @@ import math
 import numpy as np
 from scipy import special
 
+from ..engine.jit import dual
+from ..engine.rng import normal
+
 
 #: ``w(x) = min(1, MALLOWS_C / ||x||^2)`` (004, Sections 5.1-5.2).
 MALLOWS_C = 2.0
@@ -37,6 +40,23 @@ MALLOWS_C = 2.0
 MALLOWS_NORM_SUP = math.sqrt(MALLOWS_C)
 #: Where the outer integrals stop (``phi(12) ~ 5e-32``).
 _TAIL = 12.0
+
+
+@dual(inline=True)  # plain Python in the twins; inlined in the kernels: it takes the generator
+def draw_design(gen, x):
+    """004's design ``x = (1, z)``, ``z`` i.i.d. ``N(0, 1)``, drawn into ``x`` (length ``d + 1``)."""
+    x[0] = 1.0
+    for j in range(1, x.shape[0]):
+        x[j] = normal(gen)
+
+
+@dual(inline=True)
+def squared_norm(x):
+    """``||x||^2`` of ``x = (1, z)``: 1 plus the squares of ``z``, summed in order."""
+    sq = 1.0
+    for j in range(1, x.shape[0]):
+        sq += x[j] * x[j]
+    return sq
 
 
 def mallows_weight(sq):

@@ -46,9 +46,9 @@ from scipy import optimize, special, stats
 from ..engine.lanes import all_lanes, any_lane, lane_array, where
 from ..engine.rng import normal
 from ..privacy.mechanisms import add_noise
-from .base import add_privatized_gradient, constrain
+from .base import constrain, observe, register_vector
 from .covariates import add_scaled, predictors
-from .design import MALLOWS_NORM_SUP, chi2_expect, gauss_legendre
+from .design import MALLOWS_NORM_SUP, chi2_expect, draw_design, gauss_legendre, squared_norm
 from .online import Clipped, OnlineModel, numerical_jacobian
 
 #: Huber's tuning constant (004, Section 5.1).
@@ -120,22 +120,25 @@ class HuberParams(NamedTuple):
     noise: tuple
 
 
-@add_privatized_gradient.register(HuberParams)
-def huber_gradient(params, theta, gen, out):
-    """Draw ``(x, y)``, add the weighted (or clipped) joint Huber gradient plus the noise to ``out``.
+@observe.register(HuberParams)
+def draw_huber(params, gen):
+    """One observation: ``x = (1, z)`` into ``params.x``; returns the error's normal draw."""
+    draw_design(gen, params.x)
+    return normal(gen)
 
-    Draws: ``d`` normals (``z``), one normal (the error), then the mechanism's.
+
+@register_vector(HuberParams)
+def huber_gradient(params, obs, theta, gen, out):
+    """Add the weighted (or clipped) joint Huber gradient of the observation plus the noise to ``out``.
+
+    Draws: ``d`` normals (``z``) and one normal (the error, ``obs``) were
+    drawn by :func:`draw_huber`; then the mechanism's.
     """
     x = params.x
-    x[0] = 1.0
-    sq = 1.0  # ||x||^2
-    for j in range(1, x.shape[0]):
-        z = normal(gen)
-        x[j] = z
-        sq += z * z
+    sq = squared_norm(x)
     fit, mean = predictors(x, theta, params.coef)
     p1 = x.shape[0]  # the scale is the last coordinate
-    u = (mean + params.error_sd * normal(gen) - fit) / theta[p1]
+    u = (mean + params.error_sd * obs - fit) / theta[p1]
     psi = min(max(u, -params.c), params.c)
     gs = 0.5 * (params.kappa - psi * psi)
     if params.clip > 0.0:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..engine.rng import normal
 from ..privacy.mechanisms import add_noise
-from .base import add_privatized_gradient
+from .base import observe, register_vector
 from .covariates import add_scaled, draw_covariates, predictors
 from .regression import RegressionModel, normal_clipped_moments
 
@@ -30,13 +30,19 @@ class LinearParams(NamedTuple):
     noise: tuple
 
 
-@add_privatized_gradient.register(LinearParams)
-def linear_gradient(params, theta, gen, out):
-    """Draw ``(X, y)``, add ``clip(X^T theta - y) X`` plus the mechanism's noise to ``out``."""
+@observe.register(LinearParams)
+def draw_linear(params, gen):
+    """One observation: the covariates into ``params.x``; returns the error ``e`` of ``y = X^T beta + e``."""
+    draw_covariates(params.covariates, gen, params.x)
+    return normal(gen)
+
+
+@register_vector(LinearParams)
+def linear_gradient(params, obs, theta, gen, out):
+    """Add ``clip(X^T theta - y) X`` of the observation (``e = obs``) plus the mechanism's noise to ``out``."""
     x = params.x
-    draw_covariates(params.covariates, gen, x)
     fit, mean = predictors(x, theta, params.coef)
-    r = min(max(fit - mean - normal(gen), -params.clip), params.clip)
+    r = min(max(fit - mean - obs, -params.clip), params.clip)
     add_scaled(out, r, x)
     add_noise(params.noise, gen, out)
 

@@ -18,7 +18,7 @@ from scipy import special
 from ..engine.lanes import where
 from ..engine.rng import uniform
 from ..privacy.mechanisms import add_noise
-from .base import add_privatized_gradient
+from .base import observe, register_vector
 from .covariates import add_scaled, draw_covariates, predictors
 from .regression import RegressionModel
 
@@ -32,13 +32,19 @@ class LogisticParams(NamedTuple):
     noise: tuple
 
 
-@add_privatized_gradient.register(LogisticParams)
-def logistic_gradient(params, theta, gen, out):
-    """Draw ``(X, y)``, add ``(s(X^T theta) - y) X`` plus the mechanism's noise to ``out``."""
+@observe.register(LogisticParams)
+def draw_logistic(params, gen):
+    """One observation: the covariates into ``params.x``; returns the uniform ``u`` that draws ``y``."""
+    draw_covariates(params.covariates, gen, params.x)
+    return uniform(gen)
+
+
+@register_vector(LogisticParams)
+def logistic_gradient(params, obs, theta, gen, out):
+    """Add ``(s(X^T theta) - y) X`` of the observation (``u = obs``) plus the mechanism's noise to ``out``."""
     x = params.x
-    draw_covariates(params.covariates, gen, x)
     fit, mean = predictors(x, theta, params.coef)
-    y = where(uniform(gen) * (1.0 + math.exp(-mean)) < 1.0, 1.0, 0.0)  # u < s(mean), without a division
+    y = where(obs * (1.0 + math.exp(-mean)) < 1.0, 1.0, 0.0)  # u < s(mean), without a division
     w = 1.0 / (1.0 + math.exp(-fit)) - y
     add_scaled(out, w, x)
     add_noise(params.noise, gen, out)

@@ -31,11 +31,11 @@ import numpy as np
 from scipy import optimize, special
 
 from ..engine.lanes import all_lanes, lane_array, where
-from ..engine.rng import normal, uniform
+from ..engine.rng import uniform
 from ..privacy.mechanisms import add_noise
-from .base import add_privatized_gradient
+from .base import observe, register_vector
 from .covariates import add_scaled, predictors
-from .design import MALLOWS_NORM_SUP, chi2_expect, gauss_legendre, orthonormal_pair
+from .design import MALLOWS_NORM_SUP, chi2_expect, draw_design, gauss_legendre, orthonormal_pair, squared_norm
 from .online import Clipped, OnlineModel, solve_root
 
 
@@ -48,21 +48,24 @@ class LogisticOnlineParams(NamedTuple):
     noise: tuple
 
 
-@add_privatized_gradient.register(LogisticOnlineParams)
-def logistic_online_gradient(params, theta, gen, out):
-    """Draw ``(x, y)``, add ``(s(x'theta) - y) x`` weighted (or clipped) plus the noise to ``out``.
+@observe.register(LogisticOnlineParams)
+def draw_logistic_online(params, gen):
+    """One observation: ``x = (1, z)`` into ``params.x``; returns the uniform ``u`` that draws ``y``."""
+    draw_design(gen, params.x)
+    return uniform(gen)
 
-    Draws: ``d`` normals (``z``), one uniform (``y``), then the mechanism's.
+
+@register_vector(LogisticOnlineParams)
+def logistic_online_gradient(params, obs, theta, gen, out):
+    """Add ``(s(x'theta) - y) x`` of the observation (``u = obs``) weighted (or clipped) plus the noise to ``out``.
+
+    Draws: ``d`` normals (``z``) and one uniform (``obs``) were drawn by
+    :func:`draw_logistic_online`; then the mechanism's.
     """
     x = params.x
-    x[0] = 1.0
-    sq = 1.0  # ||x||^2
-    for j in range(1, x.shape[0]):
-        z = normal(gen)
-        x[j] = z
-        sq += z * z
+    sq = squared_norm(x)
     fit, mean = predictors(x, theta, params.coef)
-    y = where(uniform(gen) * (1.0 + math.exp(-mean)) < 1.0, 1.0, 0.0)  # u < s(mean), without a division
+    y = where(obs * (1.0 + math.exp(-mean)) < 1.0, 1.0, 0.0)  # u < s(mean), without a division
     r = 1.0 / (1.0 + math.exp(-fit)) - y
     if params.clip > 0.0:
         norm = abs(r) * math.sqrt(sq)

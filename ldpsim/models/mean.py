@@ -14,7 +14,7 @@ import numpy as np
 
 from ..engine.rng import uniform
 from ..privacy.mechanisms import draw_noise, make_mechanism, noise_record
-from .base import Model, register_scalar
+from .base import Model, observe, register_scalar
 
 
 class MeanParams(NamedTuple):
@@ -23,10 +23,16 @@ class MeanParams(NamedTuple):
     noise: tuple
 
 
+@observe.register(MeanParams)
+def draw_uniform(params, gen):
+    """One observation ``X ~ U(0, 1)``."""
+    return uniform(gen)
+
+
 @register_scalar(MeanParams)
-def mean_gradient(params, theta, gen):
-    """Draw ``X ~ U(0, 1)`` and return ``theta - X`` plus the mechanism's noise."""
-    return theta - uniform(gen) + draw_noise(params.noise, gen)
+def mean_gradient(params, obs, theta, gen):
+    """``theta - X`` of ``X = obs`` plus the mechanism's noise."""
+    return theta - obs + draw_noise(params.noise, gen)
 
 
 class MeanModel(Model):

@@ -17,7 +17,7 @@ from scipy import stats
 from ..engine.lanes import where
 from ..engine.rng import normal
 from ..privacy.mechanisms import RandomizedResponse, randomized_response
-from .base import Model, register_scalar
+from .base import Model, observe, register_scalar
 
 
 # The gradient takes two values. The kernel's step theta -> theta - eta g waits on
@@ -46,17 +46,24 @@ class QuantilePlain(NamedTuple):
     low: float  # -tau
 
 
+@observe.register(QuantileRR)
+@observe.register(QuantilePlain)
+def draw_normal(params, gen):
+    """One observation ``X ~ N(0, 1)``."""
+    return normal(gen)
+
+
 @register_scalar(QuantileRR)
-def quantile_rr_gradient(params, theta, gen):
-    """Draw ``X ~ N(0, 1)`` and return the debiased randomized-response gradient."""
-    report = randomized_response(normal(gen) <= theta, gen, params.flip_prob)
+def quantile_rr_gradient(params, obs, theta, gen):
+    """The debiased randomized-response gradient of ``X = obs`` at ``theta``."""
+    report = randomized_response(obs <= theta, gen, params.flip_prob)
     return where(report, params.high, params.low)
 
 
 @register_scalar(QuantilePlain)
-def quantile_plain_gradient(params, theta, gen):
-    """Draw ``X ~ N(0, 1)`` and return ``-tau + 1{X <= theta}``."""
-    return where(normal(gen) <= theta, params.high, params.low)
+def quantile_plain_gradient(params, obs, theta, gen):
+    """``-tau + 1{X <= theta}`` of ``X = obs``."""
+    return where(obs <= theta, params.high, params.low)
 
 
 class QuantileModel(Model):

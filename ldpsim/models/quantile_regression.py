@@ -16,7 +16,7 @@ from scipy import stats
 from ..engine.lanes import where
 from ..engine.rng import normal
 from ..privacy.mechanisms import add_noise
-from .base import add_privatized_gradient
+from .base import observe, register_vector
 from .covariates import add_scaled, draw_covariates, predictors
 from .regression import RegressionModel
 
@@ -31,13 +31,19 @@ class QuantileRegressionParams(NamedTuple):
     noise: tuple
 
 
-@add_privatized_gradient.register(QuantileRegressionParams)
-def quantile_regression_gradient(params, theta, gen, out):
-    """Draw ``(X, y)``, add ``(1{y <= X^T theta} - tau) X`` plus the mechanism's noise to ``out``."""
+@observe.register(QuantileRegressionParams)
+def draw_regression(params, gen):
+    """One observation: the covariates into ``params.x``; returns the error ``e`` of ``y = X^T beta + e``."""
+    draw_covariates(params.covariates, gen, params.x)
+    return normal(gen)
+
+
+@register_vector(QuantileRegressionParams)
+def quantile_regression_gradient(params, obs, theta, gen, out):
+    """Add ``(1{y <= X^T theta} - tau) X`` of the observation (``e = obs``) plus the mechanism's noise to ``out``."""
     x = params.x
-    draw_covariates(params.covariates, gen, x)
     fit, mean = predictors(x, theta, params.coef)
-    w = where(mean + normal(gen) <= fit, 1.0, 0.0) - params.tau
+    w = where(mean + obs <= fit, 1.0, 0.0) - params.tau
     add_scaled(out, w, x)
     add_noise(params.noise, gen, out)
 
