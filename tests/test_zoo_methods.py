@@ -412,7 +412,8 @@ def _ob_sd_check(epsilon, n, reps, replicates, seed):
 
 
 def test_ob_bootstrap_sd_is_the_true_sd_without_privacy():
-    # n = 10000: the bootstrap SD's finite-n excess is about 0.8% (2.3% at n = 2000, 0.5% at 20000), under 3 SEs
+    # n = 10000: the bootstrap SD's finite-n excess (about +1.2% at n = 20000, none at 80000: test_ob_bootstrap_sd_tight)
+    # is under the 3 SEs of 60 replications of 40 paths
     mean_sd, se, target, truth = _ob_sd_check(math.inf, 10_000, 60, 40, seed=31)
     assert target == truth
     assert abs(mean_sd - truth) < 3 * se, (mean_sd, truth, se)
@@ -430,8 +431,11 @@ def test_ob_bootstrap_sd_under_ldp_is_that_of_doubled_noise():
 @pytest.mark.slow
 @pytest.mark.parametrize("epsilon", [math.inf, 1.0])
 def test_ob_bootstrap_sd_tight(epsilon):
-    # n = 20000, 200 replications of 100 perturbed paths: SE 0.4% of the SD
-    mean_sd, se, target, _ = _ob_sd_check(epsilon, 20_000, 200, 100, seed=33)
+    # 200 replications of 100 perturbed paths: SE 0.45% of the SD. The bootstrap SD's finite-n excess
+    # (each perturbed step multiplies by 1 - eta W, whose second moment exceeds (1 - eta)^2 by eta^2) is
+    # measured at +1.2% (SE 0.3%, two seeds) at n = 20000 and -0.2% (SE 0.3%) at n = 80000: the check is
+    # made where the asymptotic claim holds to well within the tolerance
+    mean_sd, se, target, _ = _ob_sd_check(epsilon, 80_000, 200, 100, seed=33)
     assert abs(mean_sd - target) < 3 * se, (mean_sd, target, se)
 
 
