@@ -171,6 +171,19 @@ def _scalar_as_vector(params, theta, gen, out):
     out[0] += privatized_gradient(params, theta[0], gen)
 
 
+def sharing_observation(params, main):
+    """``params`` reading the observation that :func:`observe` writes into ``main``'s scratch.
+
+    A model's record keeps the covariates of the observation being drawn in
+    its field ``x`` (the models without covariates have none). Paths that
+    privatize the main path's observation with a record of their own (the
+    method zoo's ``OB_split``, at another epsilon) must read that ``x``.
+    """
+    if "x" in getattr(params, "_fields", ()):
+        return params._replace(x=main.x)
+    return params
+
+
 class Model(ABC):
     """A statistical model whose parameter LDP-SGD estimates.
 

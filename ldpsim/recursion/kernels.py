@@ -18,70 +18,10 @@ from ..engine.jit import jit
 from ..engine.lanes import any_lane, lane_array, lane_of, lnot, padded, where
 from ..engine.rng import kernel_rngs, local_rng, release_rng
 from ..inference.streaming import PathState, StreamLayout
-from ..models.base import add_privatized_gradient, privatized_gradient
-
-#: Below this step the step size is ``c * i**-gamma`` exactly; above it, it is
-#: updated by the ratio series of :func:`step_ratio` (a ``pow`` costs more
-#: than the random numbers of a step) and recomputed exactly at powers of two,
-#: so rounding cannot drift: the relative error stays below 1e-12.
-EXACT_STEPS_BELOW = 4096
-
-
-@jit
-def step_ratio_coefficients(gamma):
-    """Coefficients ``b_1..b_4`` of ``(1 - x)^gamma = 1 + b_1 x + ... + b_4 x^4 + O(x^5)``."""
-    b1 = -gamma
-    b2 = b1 * (1.0 - gamma) / 2.0
-    b3 = b2 * (2.0 - gamma) / 3.0
-    b4 = b3 * (3.0 - gamma) / 4.0
-    return b1, b2, b3, b4
-
-
-@jit(inline=True)
-def step_ratio(i, b):
-    """``eta_i / eta_{i-1} = (1 - 1/i)^gamma`` for ``i >= 4096``, ``b`` from :func:`step_ratio_coefficients`.
-
-    The binomial series to ``x^4``, ``x = 1/i <= 2^-12``: the omitted terms
-    are below 3e-20, far under the rounding of a double.
-    """
-    x = 1.0 / i
-    return 1.0 + x * (b[0] + x * (b[1] + x * (b[2] + x * b[3])))
-
-
-@jit(inline=True)
-def step_size(i, pow2, eta, c, gamma, ratio):
-    """``eta_i`` from ``eta_{i-1}``: exact for small ``i`` and at ``i == pow2``, else by ratio."""
-    if i < EXACT_STEPS_BELOW or i == pow2:
-        return c * float(i) ** -gamma
-    return eta * step_ratio(float(i), ratio)
-
-
-# The path kernels take the ratios RATIO_CHUNK steps at a time from a buffer
-# that a SIMD loop fills (the division and the series cost more one by one):
-# the same numbers as step_size, which the trace and the twins use.
-
-#: Step ratios are computed this many at a time; a power of two (steps index the buffer by ``i & (RATIO_CHUNK - 1)``).
-RATIO_CHUNK = 256
-#: The step at whose end the first buffer is filled (it serves steps ``EXACT_STEPS_BELOW`` on).
-FIRST_FILL = EXACT_STEPS_BELOW - 1
-
-
-@jit(inline=True)
-def fill_step_ratios(last, ratio, out):
-    """After step ``last``: ``out[q] = step_ratio(last + 1 + q)``, the ratios of the next ``RATIO_CHUNK`` steps."""
-    f0 = float(last + 1)
-    for q in range(out.shape[0]):
-        out[q] = step_ratio(f0 + float(q), ratio)  # f0 + q is float(last + 1 + q) exactly below 2^53
-    return last + RATIO_CHUNK
-
-
-@jit(inline=True)
-def buffered_step_size(i, pow2, eta, c, gamma, ratios):
-    """:func:`step_size` with the ratio from the buffer of :func:`fill_step_ratios`."""
-    if i < EXACT_STEPS_BELOW or i == pow2:
-        return c * float(i) ** -gamma
-    return eta * ratios[i & (RATIO_CHUNK - 1)]
-
+from ..models.base import add_gradient_at, constrain, gradient_at, observe
+from .steps import (EXACT_STEPS_BELOW, FIRST_FILL, RATIO_CHUNK, buffered_step_size, fill_step_ratios,  # noqa: F401
+                    step_ratio, step_ratio_coefficients, step_size)
+from .zoo import build_zoo, zoo_arrays, zoo_begin, zoo_end, zoo_gradient, zoo_main, zoo_observe, zoo_recentre
 
 @jit
 def sum_of_squares(i):
@@ -203,12 +143,14 @@ def _close_blocks(blocks, i, n):
 
 
 @jit
-def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_ends, batches, stop, out, steps):
+def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_ends, batches, stop, out, steps, zoo):
     # Lane-generic (ldpsim.engine.lanes): one path, theta in a register, or L side by side (rngs of L
     # generators, LaneArray blocks, batches and outputs), theta a vector register. On return
     # out = (theta_bar, V_n) and steps[0] = n, or the step at which the path stopped (it diverged, or the run
-    # was interrupted); a lane that stopped keeps computing, unrecorded.
+    # was interrupted); a lane that stopped keeps computing, unrecorded. zoo: the method zoo's paths and
+    # state on the same observations (ldpsim.recursion.zoo; None: none, and no code for them).
     gen = local_rng(rngs)  # the generators' states in registers; release_rng writes them back
+    zgens = zoo_begin(zoo)
     reps = 1  # a constant in the batch_size=None loop: the mini-batch loop compiles away
     if batch_size is not None:
         reps = batch_size
@@ -241,8 +183,12 @@ def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_en
         eta = buffered_step_size(i, pow2, eta, c, gamma, ratios)
         g = -0.0  # the identity of +: -0.0 + x is x, so LLVM drops the add when reps is 1
         for _ in range(reps):
-            g += privatized_gradient(params, theta, gen)
+            obs = observe(params, gen)
+            g += gradient_at(params, obs, theta, gen)
+            zoo_observe(zoo, zgens, obs, i, eta, c, gamma, ratio)
+        zoo_gradient(zoo, g)
         theta -= (eta * (1.0 / reps)) * g
+        zoo_main(zoo, i, theta)
         s, a, t = sn_add(s, a, t, theta, ref, fi)
         if blocks is not None:
             acc0 += theta
@@ -264,6 +210,7 @@ def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_en
                     batch_end = batch_ends[k] if k < batch_ends.shape[0] else n + 1
             if i == pow2:
                 s, a, t, ref = sn_recentre(s, a, t, ref, fi)
+                zoo_recentre(zoo, fi)
                 pow2 *= 2
                 diverged = running & lnot(np.isfinite(a))
                 if any_lane(diverged):  # those paths stop; the driver counts them
@@ -279,6 +226,7 @@ def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_en
                     break
             event = min(next_block, batch_end, pow2, next_fill)
     release_rng(rngs, gen)
+    zoo_end(zoo, zgens)
     theta_bar, v = sn_read(s, a, t, ref, float(n))
     out[0] = theta_bar
     out[1] = v
@@ -287,11 +235,13 @@ def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_en
 
 @jit
 def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, t, blocks, batch_ends, batches,
-                 batch, stop, steps):
+                 batch, stop, steps, zoo):
     # The scalar kernel coordinate by coordinate, lane-generic as it is; theta starts at theta0 and
     # ref, s, a, t and batch are zeroed (d,) work arrays of the wrapper (LaneArrays for lanes).
-    # On return theta holds theta_bar, s holds V_n and steps[0] the steps completed.
+    # On return theta holds theta_bar, s holds V_n and steps[0] the steps completed. After each step the
+    # model may map theta back into its parameter space (constrain: the Huber models' scale; a no-op else).
     gen = local_rng(rngs)  # the generators' states in registers; release_rng writes them back
+    zgens = zoo_begin(zoo)
     reps = 1  # a constant in the batch_size=None loop: the mini-batch loop compiles away
     if batch_size is not None:
         reps = batch_size
@@ -315,17 +265,24 @@ def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, 
     stopped = 0
     for q in range(d):
         grad[q] = 0.0
+    constrain(params, theta)  # theta0 into the parameter space (a no-op for most models)
     for i in range(1, n + 1):
         fi = float(i)
         eta = buffered_step_size(i, pow2, eta, c, gamma, ratios)
         w = eta * (1.0 / reps)
         for _ in range(reps):
-            add_privatized_gradient(params, theta, gen, grad)
+            obs = observe(params, gen)
+            add_gradient_at(params, obs, theta, gen, grad)
+            zoo_observe(zoo, zgens, obs, i, eta, c, gamma, ratio)
+        zoo_gradient(zoo, grad)
         for q in range(d):
             x = theta[q] - w * grad[q]
             grad[q] = 0.0  # zeroed for the next step here: ``grad[:] = 0.0`` was a memset call per step
             theta[q] = x
-            s[q], a[q], t[q] = sn_add(s[q], a[q], t[q], x, ref[q], fi)
+        constrain(params, theta)
+        zoo_main(zoo, i, theta)
+        for q in range(d):
+            s[q], a[q], t[q] = sn_add(s[q], a[q], t[q], theta[q], ref[q], fi)
         if blocks is not None:
             acc = blocks.acc
             for r in range(acc.shape[0]):
@@ -346,6 +303,7 @@ def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, 
                     batch_end = batch_ends[k] if k < batch_ends.shape[0] else n + 1
             if i == pow2:
                 diverged = running & lnot(sn_recentre_all(s, a, t, ref, fi))
+                zoo_recentre(zoo, fi)
                 pow2 *= 2
                 if any_lane(diverged):  # those paths stop; the driver counts them
                     stopped = where(diverged, i, stopped)
@@ -360,6 +318,7 @@ def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, 
                     break
             event = min(next_block, batch_end, pow2, next_fill)
     release_rng(rngs, gen)
+    zoo_end(zoo, zgens)
     for q in range(d):
         theta[q], s[q] = sn_read(s[q], a[q], t[q], ref[q], float(n))
     steps[0] = where(running, n, stopped)
@@ -382,20 +341,33 @@ def _block_streams(layouts, d: int, lanes: int = 1):
 
 
 def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, layouts, batch_size: int = 1,
-                    width: int | None = None) -> list[list[PathState]]:
+                    width: int | None = None, zoo=None, zoo_gens=None, zoo_active=None):
     """:func:`run_paths` for the replications of ``gens`` side by side (lanes): one list of states per generator.
 
     One kernel call of ``width`` lanes (default ``len(gens)``; more are padded,
     :func:`~ldpsim.engine.lanes.padded`) advances every path
     (:mod:`ldpsim.engine.lanes`); path ``l`` is the one :func:`run_paths`
     gives for ``gens[l]`` alone, to the bit.
+
+    With ``zoo`` (a :class:`~ldpsim.recursion.zoo.ZooSpec`) the method zoo's
+    paths and state run in the same pass, on the same observations, their
+    noise drawn from ``zoo_gens[method]`` (one generator per replication, for
+    each method with paths of its own); then it returns ``(states, zoo_states)``,
+    ``zoo_states[l]`` a dict of replication ``l``'s zoo arrays (:func:`zoo_arrays`).
+    ``zoo_active`` (a set of method names) runs only those of the zoo's
+    methods, with the kernel compiled for all (to time one method).
     """
     count = len(gens)
-    gens = padded(gens, width or count)
+    width = width or count
+    gens = padded(gens, width)
     lanes = len(gens)
     d = model.dim
     params = model.kernel_params(lanes)
     rng = kernel_rngs(gens)
+    zoo_paths = None
+    if zoo is not None:
+        zoo_paths = build_zoo(zoo, params, d, {name: kernel_rngs(padded(zoo_gens[name], width))
+                                              for name in zoo_gens}, lanes, zoo_active)
     per_step = None if batch_size == 1 else int(batch_size)  # None: the loop without a mini-batch
     blocks, rows = _block_streams(layouts, d, lanes)
     with_batches = [lay for lay in layouts if lay.batch_ends.shape[0] > 0]
@@ -406,7 +378,7 @@ def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, 
     if d == 1:  # the scalar kernel keeps theta in a register: a third faster than d = 1 arrays
         out = lane_array(2, lanes, np.nan)  # theta_bar, V_n
         _scalar_path(params, rng, int(n), per_step, float(c), float(gamma), float(theta0), blocks, batch_ends,
-                     batches, interrupt.FLAG, out, steps)
+                     batches, interrupt.FLAG, out, steps, zoo_paths)
 
         def ends(lane):
             return lane_of(out, lane)[:1].copy(), lane_of(out, lane)[1:].copy()
@@ -414,7 +386,7 @@ def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, 
         theta = lane_array(d, lanes, float(theta0))
         work = [lane_array(d, lanes) for _ in range(6)]  # grad, ref, s, a, t, batch
         _vector_path(params, rng, int(n), per_step, float(c), float(gamma), theta, *work[:5], blocks,
-                     batch_ends, batches, work[5], interrupt.FLAG, steps)
+                     batch_ends, batches, work[5], interrupt.FLAG, steps, zoo_paths)
 
         def ends(lane):  # theta holds theta_bar, s holds V_n
             return lane_of(theta, lane).copy(), lane_of(work[2], lane).copy()
@@ -437,7 +409,9 @@ def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, 
                            else np.zeros((0, d)))
             own.append(PathState(theta_bar.copy(), sn_v.copy(), own_blocks, own_batches, done))
         result.append(own)
-    return result
+    if zoo is None:
+        return result
+    return result, [zoo_arrays(zoo_paths, lane) for lane in range(count)]
 
 
 def run_paths(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float, layouts,

@@ -13,7 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..inference.streaming import PathState, StreamLayout
-from ..models import add_privatized_gradient, privatized_gradient
+from ..inference.zoo.twins import higrad_branch_twin, obm_add_twin, obm_recentre_twin, plugin_add_twin
+from ..models import add_gradient_at, constrain, gradient_at, observe
+from ..models.base import sharing_observation
 from .kernels import EXACT_STEPS_BELOW, step_ratio, step_ratio_coefficients, sum_of_squares
 
 # the kernel's scalar helpers, as plain Python (their step-size accuracy is
@@ -43,13 +45,17 @@ def step_sizes_twin(n: int, c: float, gamma: float) -> np.ndarray:
 
 
 def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,
-              layout: StreamLayout, batch_size: int = 1):
+              layout: StreamLayout, batch_size: int = 1, zoo=None, zoo_gens=None):
     """Twin of :func:`ldpsim.recursion.kernels.run_path`, scalar and vector models alike.
 
     Coordinate by coordinate it does what both kernels do, in the same
     order, so it must agree with either exactly. ``layout`` may also be a
     list of layouts that share ``n`` and the batches (:func:`~ldpsim.recursion.kernels.run_paths`);
-    then ``state`` is a list, one per layout.
+    then ``state`` is a list, one per layout. With ``zoo`` (a
+    :class:`~ldpsim.recursion.zoo.ZooSpec`) and ``zoo_gens`` (a generator per
+    method with paths of its own) it also runs :class:`ZooTwin` on the same
+    observations and returns its arrays third, as
+    :func:`~ldpsim.recursion.zoo.zoo_arrays` gives the kernel's.
 
     Returns
     -------
@@ -59,26 +65,38 @@ def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
         The iterates ``theta_1 .. theta_n``, shape ``(n, d)``.
     """
     if isinstance(layout, (list, tuple)):
-        first, path = path_twin(model, gen, n, c, gamma, theta0, layout[0], batch_size)
+        first, path, *rest = path_twin(model, gen, n, c, gamma, theta0, layout[0], batch_size, zoo, zoo_gens)
         states = [first] + [_with_blocks(first, path, lay) for lay in layout[1:]]
-        return states, path
+        return (states, path, *rest)
     params, d = model.kernel_params(), model.dim
+    ratio = _coefficients(gamma)
+    twin = None if zoo is None else ZooTwin(zoo, model, params, n, c, gamma, zoo_gens)
     if d == 1:
-        def gradient(theta, out):
+        def gradient(theta, out, i, eta):
             g = 0.0
             for _ in range(batch_size):
-                g += privatized_gradient(params, float(theta[0]), gen)
+                obs = observe(params, gen)
+                g += gradient_at(params, obs, float(theta[0]), gen)
+                if twin is not None:
+                    twin.observe(obs, i, eta)
             out[0] = g
     else:
-        def gradient(theta, out):
+        def gradient(theta, out, i, eta):
             out[:] = 0.0
             for _ in range(batch_size):
-                add_privatized_gradient(params, theta, gen, out)
+                obs = observe(params, gen)
+                add_gradient_at(params, obs, theta, gen, out)
+                if twin is not None:
+                    twin.observe(obs, i, eta)
+
+    def done(state, path):
+        return (state, path) if twin is None else (state, path, twin.arrays())
     blocks = np.zeros((layout.n_blocks, d))
     batches = np.zeros((layout.batch_ends.shape[0], d))
     path = np.empty((n, d))
-    ratio = _coefficients(gamma)
     theta, ref = np.full(d, float(theta0)), np.full(d, float(theta0))
+    if d > 1:
+        constrain(params, theta)
     s, a, t, block, batch, grad = (np.zeros(d) for _ in range(6))
     j, block_end = 0, layout.block_len if layout.n_blocks > 0 else n + 1
     k, batch_end = 0, int(layout.batch_ends[0]) if len(layout.batch_ends) else n + 1
@@ -86,8 +104,14 @@ def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
     for i in range(1, n + 1):
         fi = float(i)
         eta = _step_size(i, pow2, eta, c, gamma, ratio)
-        gradient(theta, grad)
+        gradient(theta, grad, i, eta)
+        if twin is not None:
+            twin.gradient(grad)
         theta = theta - (eta * inv_s) * grad
+        if d > 1:
+            constrain(params, theta)
+        if twin is not None:
+            twin.main(i, theta)
         path[i - 1] = theta
         for q in range(d):
             s[q] += theta[q] - ref[q]
@@ -110,13 +134,138 @@ def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
             t -= shift * w2
             ref += shift
             s[:] = 0.0
+            if twin is not None:
+                twin.recentre(fi)
             pow2 *= 2
             if not np.isfinite(a).all():
-                return PathState(np.full(d, np.nan), np.full(d, np.nan), blocks, batches, i), path[:i]
+                return done(PathState(np.full(d, np.nan), np.full(d, np.nan), blocks, batches, i), path[:i])
     fn = float(n)
     e = s / fn
     v = (a + e * (e * _sum_of_squares(fn) - 2.0 * t)) / (fn * fn)
-    return PathState(ref + e, v, blocks, batches, n), path
+    return done(PathState(ref + e, v, blocks, batches, n), path)
+
+
+class ZooTwin:
+    """Plain-Python twin of the method zoo's pass (:mod:`ldpsim.recursion.zoo`), written from the methods' definitions.
+
+    Each method with paths of its own draws from its generator in
+    ``gens`` (``zoo_gens[name]``): per observation, HulC's open segment and
+    HiGrad's thread of that observation one answer each; the online
+    bootstrap's weights ``W ~ exponential(1)`` of its perturbed rows first, then
+    each row's answer in order. Step sizes come from :func:`step_sizes_twin`:
+    HulC's segment step ``j`` is ``eta_j``, a HiGrad thread's ``eta`` is that of
+    its chain's step count; the bootstrap's rows take the main path's ``eta_i``.
+    """
+
+    def __init__(self, spec, model, params, n: int, c: float, gamma: float, gens: dict):
+        self.spec, self.d, self.gens = spec, model.dim, gens
+        self.params = params  # the main path's record: its observation's covariates
+        self.theta0 = float(spec.theta0)
+        d = self.d
+        self.etas = step_sizes_twin(n, c, gamma)
+        if spec.hulc is not None:
+            self.hulc_ends = [int(e) for e in spec.hulc.ends]
+            self.hulc_theta, self.hulc_acc = np.full(d, self.theta0), np.zeros(d)
+            self.hulc_avg = np.full((len(self.hulc_ends), d), np.nan)
+            self.hulc_seg, self.hulc_j = 0, 0
+        if spec.higrad is not None:
+            lay = spec.higrad
+            # observation i's level, thread and chain step, from the tree's definition
+            self.hg_obs = []
+            for k in range(lay.levels):
+                for r in range(int(lay.lengths[k])):
+                    for th in range(int(lay.threads[k])):
+                        self.hg_obs.append((k, th, int(lay.step_first[k]) + r + 1))
+            self.hg_theta = np.full((lay.final_threads, d), self.theta0)
+            self.hg_sum = np.zeros((lay.final_threads, d))
+            self.hg_nodes = np.full((lay.nodes, d), np.nan)
+        self.boot = {}
+        if spec.ob:
+            self.boot["OB"] = (self.params, 0, np.full((spec.ob_paths, d), self.theta0), np.zeros((spec.ob_paths, d)))
+        if spec.ob_split:
+            rows = spec.ob_paths + 1
+            self.boot["OB_split"] = (sharing_observation(spec.split_model.kernel_params(), params), 1, np.full((rows, d), self.theta0),
+                                     np.zeros((rows, d)))
+        if spec.obm is not None:
+            self.obm_starts = set(int(a) for a in spec.obm.starts)
+            self.obm_vec, self.obm_mat, self.obm_sc = np.zeros((4, d)), np.zeros((d, d)), np.zeros(3)
+            self.obm_vec[0] = self.theta0
+        if spec.plugin:
+            self.smat = np.zeros((d, d))
+
+    def _answer(self, params, obs, point, gen) -> np.ndarray:
+        """A fresh privatized gradient of ``obs`` at ``point`` ``(d,)``."""
+        if self.d == 1:
+            return np.array([0.0 + gradient_at(params, obs, float(point[0]), gen)])
+        out = np.zeros(self.d)
+        add_gradient_at(params, obs, point, gen, out)
+        return out
+
+    def observe(self, obs, i: int, eta: float) -> None:
+        """Observation ``i`` for the paths of their own (the main path's step size ``eta``)."""
+        spec = self.spec
+        if spec.hulc is not None and self.hulc_seg < len(self.hulc_ends):
+            self.hulc_j += 1
+            step = self.etas[self.hulc_j - 1]
+            g = self._answer(self.params, obs, self.hulc_theta, self.gens["HulC"])
+            self.hulc_theta = self.hulc_theta - step * g
+            self.hulc_acc += self.hulc_theta
+            if i == self.hulc_ends[self.hulc_seg]:
+                self.hulc_avg[self.hulc_seg] = self.hulc_acc / self.hulc_j
+                self.hulc_seg, self.hulc_j = self.hulc_seg + 1, 0
+                self.hulc_theta, self.hulc_acc = np.full(self.d, self.theta0), np.zeros(self.d)
+        if spec.higrad is not None and i <= len(self.hg_obs):
+            lay = spec.higrad
+            k, th, chain_step = self.hg_obs[i - 1]
+            g = self._answer(self.params, obs, self.hg_theta[th].copy(), self.gens["HiGrad"])
+            self.hg_theta[th] = self.hg_theta[th] - self.etas[chain_step - 1] * g
+            self.hg_sum[th] += self.hg_theta[th]
+            if i == len(self.hg_obs) or self.hg_obs[i][0] != k:  # level k closes
+                count = int(lay.threads[k])
+                self.hg_nodes[lay.node_first[k]:lay.node_first[k] + count] = self.hg_sum[:count] / lay.lengths[k]
+                self.hg_sum[:] = 0.0
+                if k + 1 < lay.levels:
+                    higrad_branch_twin(self.hg_theta, count, int(lay.fans[k + 1]))
+        for name, (params, first, thetas, sums) in self.boot.items():
+            gen = self.gens[name]
+            weights = np.ones(thetas.shape[0])
+            for b in range(first, thetas.shape[0]):
+                weights[b] = gen.standard_exponential()
+            for b in range(thetas.shape[0]):
+                step = eta * weights[b]
+                g = self._answer(params, obs, thetas[b].copy(), gen)
+                thetas[b] = thetas[b] - step * g
+                sums[b] += thetas[b]
+
+    def gradient(self, grad: np.ndarray) -> None:
+        """The main path's privatized gradient at step ``i`` (before its step)."""
+        if self.spec.plugin:
+            plugin_add_twin(self.smat, grad)
+
+    def main(self, i: int, theta: np.ndarray) -> None:
+        """The main path's iterate after step ``i``."""
+        if self.spec.obm is not None:
+            obm_add_twin(theta, i in self.obm_starts, self.obm_vec, self.obm_mat, self.obm_sc)
+
+    def recentre(self, fi: float) -> None:
+        """At a power of two ``fi``: OBM's sums follow the running mean."""
+        if self.spec.obm is not None:
+            obm_recentre_twin(self.obm_vec, self.obm_mat, self.obm_sc, fi)
+
+    def arrays(self) -> dict:
+        """The state as :func:`~ldpsim.recursion.zoo.zoo_arrays` gives the kernel's."""
+        out = {}
+        if self.spec.hulc is not None:
+            out["HulC"] = self.hulc_avg.copy()
+        if self.spec.higrad is not None:
+            out["HiGrad"] = self.hg_nodes.copy()
+        for name, (_, _, _, sums) in self.boot.items():
+            out[name] = sums.copy()
+        if self.spec.obm is not None:
+            out["OBM"] = (self.obm_vec.copy(), self.obm_mat.copy(), self.obm_sc.copy())
+        if self.spec.plugin:
+            out["plugin_oracle"] = self.smat.copy()
+        return out
 
 
 def _with_blocks(state: PathState, path: np.ndarray, layout: StreamLayout) -> PathState:

@@ -154,7 +154,7 @@ def obm_recentre(vec, mat, sc, fi):
         for b in range(a, d):
             db = vec[3, b] / fi
             mat[a, b] = ((mat[a, b] - pa * db) - da * vec[2, b]) + (q * da) * db
-            finite = finite and np.isfinite(mat[a, b])
+            finite = finite & np.isfinite(mat[a, b])
     for a in range(d):
         da = vec[3, a] / fi
         vec[2, a] -= q * da

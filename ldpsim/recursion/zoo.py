@@ -1,0 +1,559 @@
+"""The method zoo's paths and state inside the coverage kernels (issue 20): one pass over one stream.
+
+A method of the zoo that needs paths of its own runs them in the same
+kernel pass as the main LDP-SGD path, on the same observations: at step
+``i`` the kernel draws observation ``i`` (:func:`ldpsim.models.observe`),
+privatizes it for the main path, and hands it to :func:`zoo_observe`, which
+steps
+
+* HulC's open segment (:class:`HulCPaths`: a path restarted at ``theta0``, its
+  step counter at 1, at every segment; the segment averages are HulC's);
+* HiGrad's thread of observation ``i`` (:class:`HiGradPaths`: level 0 one
+  thread, level ``k`` ``T_k`` threads taking the observations in turn);
+* the online bootstrap's ``B`` perturbed paths (:class:`BootPaths`, ``OB``:
+  weights ``W ~ exponential(1)``), and ``OB_split``'s own main path and its
+  ``B`` perturbed paths, all privatized at ``epsilon / (B + 1)``;
+
+each privatizing the observation at its own iterate (:func:`ldpsim.models.add_gradient_at`)
+with noise from its own stream, so that the main path's numbers are those of
+a run without the zoo and each method's are those of a run with it alone.
+OBM (:class:`OBMState`) and the plug-in sandwich (:class:`PluginState`) keep
+state of the main path's iterates and gradients. A method that the run does
+not ask for is ``None`` in :class:`ZooPaths`, and its code is compiled away.
+
+Everything is lane-generic (:mod:`ldpsim.engine.lanes`): the schedules are
+shared by the lanes (small ``int64``/``float64`` arrays), the paths' state is
+one array per replication or a :class:`~ldpsim.engine.lanes.LaneArray`. The
+per-step updates of :mod:`ldpsim.inference.zoo` are those the groundwork
+tested; :func:`ldpsim.recursion.twins.path_twin` repeats all this in plain
+Python.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba.core import types
+from numba.extending import overload
+
+from ..engine.jit import JIT_OPTIONS, jit
+from ..engine.lanes import LaneArrayType, lane_array, lane_of
+from ..engine.rng import exponential, local_rng, release_rng
+from ..inference.zoo.higrad import higrad_branch
+from ..inference.zoo.obm import obm_add, obm_recentre
+from ..inference.zoo.plugin import plugin_add
+from ..models import add_gradient_at
+from ..models.base import sharing_observation
+from .steps import step_size
+
+#: The code of each method with paths of its own: its stream is child ``code`` of the replication's seed.
+STREAM_CODES = {"HulC": 1, "HiGrad": 2, "OB": 3, "OB_split": 4}
+
+
+class HulCPaths(NamedTuple):
+    """HulC's segment paths: the open segment's iterate and sum, the closed segments' averages.
+
+    ``sched`` (shared by the lanes): ``[segment, step in it, pow2 of its step counter]``;
+    ``eta`` its step size. ``theta``, ``acc``, ``grad``, ``point``: ``(d,)``; ``averages`` ``(B, d)``.
+    """
+
+    rng: object
+    params: tuple
+    theta0: float
+    ends: np.ndarray
+    sched: np.ndarray
+    eta: np.ndarray
+    theta: object
+    acc: object
+    grad: object
+    averages: object
+
+
+class HiGradPaths(NamedTuple):
+    """HiGrad's threads. Level ``k`` spans observations ``level_end[k - 1] + 1 .. level_end[k]``.
+
+    ``sched`` (shared): ``[level, observations into it, step index of its chain, pow2 of that index]``;
+    ``eta`` the chain's step size. ``thetas``, ``sums``: ``(T, d)`` (the first ``threads[k]`` rows in
+    use); ``nodes`` ``(nodes, d)`` the node averages; ``grad``, ``point`` ``(d,)`` scratch.
+    """
+
+    rng: object
+    params: tuple
+    level_end: np.ndarray
+    lengths: np.ndarray
+    threads: np.ndarray
+    fans: np.ndarray
+    node_first: np.ndarray
+    step_first: np.ndarray
+    sched: np.ndarray
+    eta: np.ndarray
+    thetas: object
+    sums: object
+    nodes: object
+    grad: object
+    point: object
+
+
+class BootPaths(NamedTuple):
+    """The online bootstrap's paths: rows ``first ..`` of ``thetas`` and ``sums`` ``(rows, d)``.
+
+    ``OB``: ``first = 0``, ``B`` perturbed paths, privatized at the run's
+    epsilon. ``OB_split``: ``first = 1``, row 0 its own main path (weight 1),
+    rows ``1 .. B`` perturbed, all privatized at ``epsilon / (B + 1)``.
+    ``weights`` ``(rows,)``: the step's weights (1 in the rows before ``first``).
+    """
+
+    rng: object
+    params: tuple
+    first: int
+    weights: object
+    thetas: object
+    sums: object
+    grad: object
+    point: object
+
+
+class OBMState(NamedTuple):
+    """OBM's sums of the main path (:mod:`ldpsim.inference.zoo.obm`); ``starts`` its batches, ``sched = [next]``."""
+
+    starts: np.ndarray
+    sched: np.ndarray
+    vec: object
+    mat: object
+    sc: object
+    point: object
+
+
+class PluginState(NamedTuple):
+    """The plug-in sandwich's ``sum g g'`` of the main path's privatized gradients (upper triangle)."""
+
+    smat: object
+    point: object
+
+
+class ZooPaths(NamedTuple):
+    """What the zoo's methods of a run stream beside the main path; ``None`` for a method not asked for."""
+
+    hulc: object
+    higrad: object
+    ob: object
+    ob_split: object
+    obm: object
+    plugin: object
+
+
+# --- in the kernels --------------------------------------------------------------------
+# The kernels call zoo_begin; at each step zoo_observe (the observation, for the paths of their own),
+# zoo_gradient (the main path's gradient, before its step) and zoo_main (its iterate, after the step);
+# zoo_recentre at powers of two and zoo_end. Each dispatches on the types of the record's parts, so a
+# part that is None costs nothing.
+
+
+def _none(value) -> bool:
+    return value is None or isinstance(value, (types.NoneType, types.Omitted))
+
+
+def zoo_begin(zoo):
+    """The local generators of the methods with paths of their own (``None`` where absent)."""
+
+
+def zoo_end(zoo, gens):
+    """Write the methods' generators back."""
+
+
+def zoo_gradient(zoo, grad):
+    """The main path's privatized gradient (a number for scalar models, ``(d,)`` otherwise), before its step."""
+
+
+def zoo_observe(zoo, gens, obs, i, eta, c, gamma, ratio):
+    """Step ``i`` of the paths of their own on observation ``obs`` (``eta`` the main path's step size)."""
+
+
+def zoo_main(zoo, i, theta):
+    """The main path's iterate after step ``i`` (a number for scalar models, ``(d,)`` otherwise): OBM's sums."""
+
+
+def zoo_recentre(zoo, fi):
+    """At a power of two ``fi``: OBM's sums follow the running mean."""
+
+
+def begin_one(part):
+    """A method's local generator, ``None`` for a method not asked for."""
+
+
+def end_one(part, gen):
+    """Write a method's generator back."""
+
+
+@overload(begin_one, jit_options=JIT_OPTIONS, inline="always")
+def _begin_one(part):
+    if _none(part):
+        return lambda part: None
+    return lambda part: local_rng(part.rng)
+
+
+@overload(end_one, jit_options=JIT_OPTIONS, inline="always")
+def _end_one(part, gen):
+    if _none(part):
+        return lambda part, gen: None
+    return lambda part, gen: release_rng(part.rng, gen)
+
+
+@overload(zoo_begin, jit_options=JIT_OPTIONS, inline="always")
+def _zoo_begin(zoo):
+    if _none(zoo):
+        return lambda zoo: None
+    return lambda zoo: (begin_one(zoo.hulc), begin_one(zoo.higrad), begin_one(zoo.ob), begin_one(zoo.ob_split))
+
+
+@overload(zoo_end, jit_options=JIT_OPTIONS, inline="always")
+def _zoo_end(zoo, gens):
+    if _none(zoo):
+        return lambda zoo, gens: None
+
+    def impl(zoo, gens):
+        end_one(zoo.hulc, gens[0])
+        end_one(zoo.higrad, gens[1])
+        end_one(zoo.ob, gens[2])
+        end_one(zoo.ob_split, gens[3])
+
+    return impl
+
+
+def set_point(point, value):
+    """``point[:] = value``: a main path's number (scalar models) or ``(d,)`` array, into the ``(d,)`` scratch."""
+
+
+@overload(set_point, jit_options=JIT_OPTIONS, inline="always")
+def _set_point(point, value):
+    if isinstance(value, (types.Array, LaneArrayType)):
+        def copy(point, value):
+            for q in range(point.shape[0]):
+                point[q] = value[q]
+        return copy
+
+    def one(point, value):
+        point[0] = value
+    return one
+
+
+def plugin_gradient(part, grad):
+    pass
+
+
+@overload(plugin_gradient, jit_options=JIT_OPTIONS, inline="always")
+def _plugin_gradient(part, grad):
+    if _none(part):
+        return lambda part, grad: None
+
+    def impl(part, grad):
+        if part.point.shape[0] > 0:  # (empty: a pass that times another method)
+            set_point(part.point, grad)
+            plugin_add(part.smat, part.point)
+
+    return impl
+
+
+@overload(zoo_gradient, jit_options=JIT_OPTIONS, inline="always")
+def _zoo_gradient(zoo, grad):
+    if _none(zoo):
+        return lambda zoo, grad: None
+    return lambda zoo, grad: plugin_gradient(zoo.plugin, grad)
+
+
+def hulc_step(part, gen, obs, i, c, gamma, ratio):
+    pass
+
+
+@overload(hulc_step, jit_options=JIT_OPTIONS, inline="always")
+def _hulc_step(part, gen, obs, i, c, gamma, ratio):
+    if _none(part):
+        return lambda part, gen, obs, i, c, gamma, ratio: None
+
+    def impl(part, gen, obs, i, c, gamma, ratio):
+        sched = part.sched
+        b = sched[0]
+        if b >= part.ends.shape[0]:  # every segment closed (the last ends at n)
+            return
+        j = sched[1] + 1  # the step within the segment, its counter restarted at 1
+        pow2 = sched[2]
+        eta = step_size(j, pow2, part.eta[0], c, gamma, ratio)
+        if j == pow2:
+            pow2 *= 2
+        part.eta[0] = eta
+        theta, acc, grad = part.theta, part.acc, part.grad
+        d = theta.shape[0]
+        for q in range(d):
+            grad[q] = 0.0
+        add_gradient_at(part.params, obs, theta, gen, grad)
+        for q in range(d):
+            x = theta[q] - eta * grad[q]
+            theta[q] = x
+            acc[q] += x
+        if i == part.ends[b]:  # the segment closes: its average, and a fresh path for the next
+            for q in range(d):
+                part.averages[b, q] = acc[q] / j
+                acc[q] = 0.0
+                theta[q] = part.theta0
+            sched[0] = b + 1
+            j = 0
+            pow2 = 1
+        sched[1] = j
+        sched[2] = pow2
+
+    return impl
+
+
+def higrad_step(part, gen, obs, i, c, gamma, ratio):
+    pass
+
+
+@overload(higrad_step, jit_options=JIT_OPTIONS, inline="always")
+def _higrad_step(part, gen, obs, i, c, gamma, ratio):
+    if _none(part):
+        return lambda part, gen, obs, i, c, gamma, ratio: None
+
+    def impl(part, gen, obs, i, c, gamma, ratio):
+        sched = part.sched
+        k = sched[0]
+        if k >= part.level_end.shape[0]:  # the tree is done: later observations are not its
+            return
+        count = part.threads[k]
+        o = sched[1]  # observations already taken in level k
+        t = o % count  # the thread of this observation
+        if t == 0:  # a new round: the chain's next step size
+            s = sched[2] + 1
+            pow2 = sched[3]
+            part.eta[0] = step_size(s, pow2, part.eta[0], c, gamma, ratio)
+            if s == pow2:
+                sched[3] = pow2 * 2
+            sched[2] = s
+        eta = part.eta[0]
+        thetas, sums, grad, point = part.thetas, part.sums, part.grad, part.point
+        d = point.shape[0]
+        for q in range(d):
+            point[q] = thetas[t, q]
+            grad[q] = 0.0
+        add_gradient_at(part.params, obs, point, gen, grad)
+        for q in range(d):
+            x = thetas[t, q] - eta * grad[q]
+            thetas[t, q] = x
+            sums[t, q] += x
+        o += 1
+        if i == part.level_end[k]:  # the level closes: its node averages, then its threads branch
+            length = part.lengths[k]
+            first = part.node_first[k]
+            for th in range(count):
+                for q in range(d):
+                    part.nodes[first + th, q] = sums[th, q] / length
+                    sums[th, q] = 0.0
+            if k + 1 < part.level_end.shape[0]:
+                higrad_branch(thetas, count, part.fans[k + 1])
+            sched[0] = k + 1
+            o = 0
+        sched[1] = o
+
+    return impl
+
+
+def boot_step(part, gen, obs, eta):
+    pass
+
+
+@overload(boot_step, jit_options=JIT_OPTIONS, inline="always")
+def _boot_step(part, gen, obs, eta):
+    if _none(part):
+        return lambda part, gen, obs, eta: None
+
+    def impl(part, gen, obs, eta):
+        # the step's weights W ~ exponential(1) first, one per perturbed row (rows before first, OB_split's own
+        # main path, keep weight 1); then each row's answer at its own iterate
+        weights = part.weights
+        for b in range(part.first, weights.shape[0]):
+            weights[b] = exponential(gen)
+        thetas, sums, grad, point = part.thetas, part.sums, part.grad, part.point
+        d = point.shape[0]
+        for b in range(thetas.shape[0]):
+            step = eta * weights[b]
+            for q in range(d):
+                point[q] = thetas[b, q]
+                grad[q] = 0.0
+            add_gradient_at(part.params, obs, point, gen, grad)
+            for q in range(d):
+                x = thetas[b, q] - step * grad[q]
+                thetas[b, q] = x
+                sums[b, q] += x
+
+    return impl
+
+
+def obm_step(part, i, theta):
+    pass
+
+
+@overload(obm_step, jit_options=JIT_OPTIONS, inline="always")
+def _obm_step(part, i, theta):
+    if _none(part):
+        return lambda part, i, theta: None
+
+    def impl(part, i, theta):
+        if part.starts.shape[0] == 0:  # a pass that times another method
+            return
+        k = part.sched[0]
+        new = k < part.starts.shape[0] and part.starts[k] == i
+        if new:
+            part.sched[0] = k + 1
+        set_point(part.point, theta)
+        obm_add(part.point, new, part.vec, part.mat, part.sc)
+
+    return impl
+
+
+@overload(zoo_observe, jit_options=JIT_OPTIONS, inline="always")
+def _zoo_observe(zoo, gens, obs, i, eta, c, gamma, ratio):
+    if _none(zoo):
+        return lambda zoo, gens, obs, i, eta, c, gamma, ratio: None
+
+    def impl(zoo, gens, obs, i, eta, c, gamma, ratio):
+        hulc_step(zoo.hulc, gens[0], obs, i, c, gamma, ratio)
+        higrad_step(zoo.higrad, gens[1], obs, i, c, gamma, ratio)
+        boot_step(zoo.ob, gens[2], obs, eta)
+        boot_step(zoo.ob_split, gens[3], obs, eta)
+
+    return impl
+
+
+@overload(zoo_main, jit_options=JIT_OPTIONS, inline="always")
+def _zoo_main(zoo, i, theta):
+    if _none(zoo):
+        return lambda zoo, i, theta: None
+    return lambda zoo, i, theta: obm_step(zoo.obm, i, theta)
+
+
+def obm_centre(part, fi):
+    pass
+
+
+@overload(obm_centre, jit_options=JIT_OPTIONS, inline="always")
+def _obm_centre(part, fi):
+    if _none(part):
+        return lambda part, fi: None
+
+    def impl(part, fi):
+        obm_recentre(part.vec, part.mat, part.sc, fi)  # (a diverging path is the main path's to detect)
+
+    return impl
+
+
+@overload(zoo_recentre, jit_options=JIT_OPTIONS, inline="always")
+def _zoo_recentre(zoo, fi):
+    if _none(zoo):
+        return lambda zoo, fi: None
+    return lambda zoo, fi: obm_centre(zoo.obm, fi)
+
+
+# --- the Python side -------------------------------------------------------------------
+
+
+class ZooSpec(NamedTuple):
+    """The zoo's part of a run: its methods and their schedules and records (built once per setting).
+
+    ``hulc``: the :class:`~ldpsim.inference.zoo.hulc.HulCLayout`; ``higrad`` the
+    :class:`~ldpsim.inference.zoo.higrad.HiGradLayout`; ``ob_paths`` ``B``;
+    ``obm`` the :class:`~ldpsim.inference.zoo.obm.OBMLayout`; ``split_model``
+    the model at ``epsilon / (B + 1)`` (``OB_split``); ``plugin`` whether the
+    plug-in sandwich streams; ``None`` (or ``False``) where not asked for.
+    """
+
+    hulc: object
+    higrad: object
+    ob: bool
+    ob_split: bool
+    ob_paths: int
+    split_model: object
+    obm: object
+    plugin: bool
+    theta0: float
+
+
+def build_zoo(spec: ZooSpec, params, d: int, rngs: dict, lanes: int, active=None) -> ZooPaths:
+    """The :class:`ZooPaths` of one kernel call of ``lanes`` lanes.
+
+    ``params`` is the main path's record (the zoo's paths privatize its
+    observation, :func:`~ldpsim.models.base.sharing_observation`); ``rngs[name]``
+    the handles of the methods' streams. ``active``, a set of method names,
+    keeps the others' parts in the record but empty (no segment, no thread,
+    no row, no batch): a pass that times one method runs the kernel compiled
+    for all of them, at the cost of that one.
+    """
+    def arr(shape, fill=0.0):
+        return lane_array(shape, lanes, fill)
+
+    def on(name):
+        return active is None or name in active
+
+    hulc = higrad = ob = ob_split = obm = plugin = None
+    if spec.hulc is not None:
+        lay = spec.hulc
+        ends = lay.ends if on("HulC") else lay.ends[:0]
+        hulc = HulCPaths(rngs["HulC"], params, float(spec.theta0), ends, np.array([0, 0, 1], dtype=np.int64),
+                         np.zeros(1), arr(d, float(spec.theta0)), arr(d), arr(d), arr((ends.shape[0], d), np.nan))
+    if spec.higrad is not None:
+        lay = spec.higrad
+        if lay.burnin:
+            raise ValueError("HiGrad with a burn-in is not streamed")  # (validated before: burn-in 0)
+        level_end = np.cumsum(lay.lengths * lay.threads).astype(np.int64)
+        if not on("HiGrad"):
+            level_end = level_end[:0]
+        higrad = HiGradPaths(rngs["HiGrad"], params, level_end, lay.lengths, lay.threads,
+                             lay.fans, lay.node_first, lay.step_first, np.array([0, 0, 0, 1], dtype=np.int64),
+                             np.zeros(1), arr((lay.final_threads, d), float(spec.theta0)),
+                             arr((lay.final_threads, d)), arr((lay.nodes, d), np.nan), arr(d), arr(d))
+    if spec.ob:
+        rows = spec.ob_paths if on("OB") else 0
+        ob = BootPaths(rngs["OB"], params, 0, arr(rows, 1.0), arr((rows, d), float(spec.theta0)),
+                       arr((rows, d)), arr(d), arr(d))
+    if spec.ob_split:
+        rows = spec.ob_paths + 1 if on("OB_split") else 0
+        ob_split = BootPaths(rngs["OB_split"], sharing_observation(spec.split_model.kernel_params(lanes), params), 1,
+                             arr(rows, 1.0),
+                             arr((rows, d), float(spec.theta0)), arr((rows, d)), arr(d), arr(d))
+    if spec.obm is not None:
+        vec = arr((4, d))
+        vec_array = vec.array if lanes > 1 else vec
+        vec_array[0] = float(spec.theta0)  # the reference starts at theta0
+        starts = spec.obm.starts if on("OBM") else spec.obm.starts[:0]
+        obm = OBMState(starts, np.zeros(1, dtype=np.int64), vec, arr((d, d)), arr(3), arr(d))
+    if spec.plugin:
+        k = d if on("plugin_oracle") else 0
+        plugin = PluginState(arr((k, k)), arr(k))
+    return ZooPaths(hulc, higrad, ob, ob_split, obm, plugin)
+
+
+def zoo_arrays(zoo: ZooPaths, lane: int) -> dict:
+    """Replication ``lane``'s zoo state after a pass, as plain arrays (copies).
+
+    ``HulC``: the ``(B, d)`` segment averages; ``HiGrad``: the ``(nodes, d)``
+    node averages; ``OB``: the ``(B, d)`` sums of the perturbed paths;
+    ``OB_split``: the ``(B + 1, d)`` sums, row 0 its own main path; ``OBM``:
+    ``(vec, mat, sc)``; ``plugin_oracle``: the upper triangle of ``sum g g'``.
+    """
+    out = {}
+    if zoo.hulc is not None:
+        out["HulC"] = lane_of(zoo.hulc.averages, lane).copy()
+    if zoo.higrad is not None:
+        out["HiGrad"] = lane_of(zoo.higrad.nodes, lane).copy()
+    if zoo.ob is not None:
+        out["OB"] = lane_of(zoo.ob.sums, lane).copy()
+    if zoo.ob_split is not None:
+        out["OB_split"] = lane_of(zoo.ob_split.sums, lane).copy()
+    if zoo.obm is not None:
+        out["OBM"] = tuple(lane_of(part, lane).copy() for part in (zoo.obm.vec, zoo.obm.mat, zoo.obm.sc))
+    if zoo.plugin is not None:
+        out["plugin_oracle"] = lane_of(zoo.plugin.smat, lane).copy()
+    return out
+
+
+__all__ = ["BootPaths", "HiGradPaths", "HulCPaths", "OBMState", "PluginState", "STREAM_CODES", "ZooPaths", "ZooSpec",
+           "build_zoo", "zoo_arrays", "zoo_begin", "zoo_end", "zoo_gradient", "zoo_main", "zoo_observe", "zoo_recentre"]
