@@ -178,7 +178,6 @@ class HuberModel(OnlineModel):
     """
 
     name = "huber_mallows"
-    coverage_note = "keeps its scale positive by projection (keep_scale_positive), which the coverage kernels do not"
     c = HUBER_C
     error_sd = ERROR_SD
 
@@ -279,6 +278,7 @@ class HuberClipModel(Clipped, HuberModel):
     """Huber regression with joint scale, the unweighted gradient clipped to l2 norm ``clip`` (004, Figure 1's alternative)."""
 
     name = "huber_clip"
+    coverage_note = "has no oracle covariance (G and S of the clipped recursion are not computed)"
 
     def mean_bounded_gradient(self, theta) -> np.ndarray:
         raise NotImplementedError("huber_clip: the mean clipped gradient is computed at b = beta only (limit)")

@@ -27,6 +27,7 @@ import numpy as np
 from ...engine.config import Config, Setting
 from ...inference.intervals import uses_blocks
 from ...models import build_model
+from ...privacy.composition import basic_composition
 
 #: Multiplier laws with bounded support (Theorem 3.2 asks ``|epsilon_i| <= C``).
 BOUNDED_MULTIPLIERS = {
@@ -187,7 +188,7 @@ def _g(x: float) -> str:
     return f"{x:.4g}"
 
 
-def check_setting(setting: Setting, methods, b_max: int = B_MAX) -> list[Verdict]:
+def check_setting(setting: Setting, methods, b_max: int = B_MAX, options: dict | None = None) -> list[Verdict]:
     """Verdicts of one setting (see the module docstring).
 
     Parameters
@@ -230,6 +231,27 @@ def check_setting(setting: Setting, methods, b_max: int = B_MAX) -> list[Verdict
     out.append(Verdict("condition (14), Assumption A.2 (5)", res.holds, detail))
     private = model.mechanism is not None
     out.append(Verdict("privacy", None, model.guarantee if private else "none (epsilon = inf: non-private SGD)"))
+    if private:
+        out += _zoo_privacy(setting, model, methods, options or {})
+    return out
+
+
+def _zoo_privacy(setting: Setting, model, methods, options: dict) -> list[Verdict]:
+    """The privacy of the zoo's online bootstraps, whose users answer ``B + 1`` times (docs/zoo.md)."""
+    out = []
+    b = int(options.get("ob_paths", 100))
+    delta = getattr(model.mechanism, "delta", 0.0) or 0.0
+    if "OB" in methods:
+        eps, dlt = basic_composition(setting.epsilon, b + 1, delta)
+        out.append(Verdict("privacy (OB)", None, f"each user answers B + 1 = {b + 1} times at the run's epsilon: "
+                           f"(epsilon = {eps:g}, delta = {dlt:g}) LDP per user by sequential composition "
+                           "(Dwork & Roth 2014, Thm 3.16)"))
+    if "OB_split" in methods:
+        eps0 = setting.epsilon / (b + 1)
+        eps, dlt = basic_composition(eps0, b + 1, delta)
+        out.append(Verdict("privacy (OB_split)", None, f"each user answers B + 1 = {b + 1} times at epsilon = "
+                           f"{eps0:.6g}: (epsilon = {eps:g}, delta = {dlt:g}) LDP per user by sequential composition"
+                           + (" (the Gaussian mechanism's delta per answer is the run's)" if delta else "")))
     return out
 
 
@@ -257,7 +279,7 @@ def check_config(config: Config, b_max: int = B_MAX) -> list[SettingCheck]:
         ident = tuple((k, v) for k, v in s.as_dict().items() if k not in IRRELEVANT_KEYS)
         if ident not in groups:
             label = ", ".join(f"{k} = {getattr(s, k)}" for k in shown)
-            groups[ident] = SettingCheck(label, [], check_setting(s, config.methods, b_max))
+            groups[ident] = SettingCheck(label, [], check_setting(s, config.methods, b_max, config.options))
         if s.n not in groups[ident].ns:
             groups[ident].ns.append(s.n)
     return list(groups.values())
@@ -270,7 +292,7 @@ def render(checks: list[SettingCheck]) -> str:
         ns = ", ".join(f"{n:.0e}".replace("e+0", "e").replace("e+", "e") for n in chk.ns)
         lines.append(f"{chk.label or 'setting'} (n = {ns}): {'all hold' if chk.holds else 'FAILS'}")
         for v in chk.verdicts:
-            tag = {True: "ok", False: "FAIL", None: "info" if v.name == "privacy" else "n/a"}[v.holds]
+            tag = {True: "ok", False: "FAIL", None: "info" if v.name.startswith("privacy") else "n/a"}[v.holds]
             lines.append(f"  [{tag:>4}] {v.name}: {v.detail}")
     failed = sum(not c.holds for c in checks)
     lines.append(f"verdict: {'every assumption holds' if not failed else f'{failed} of {len(checks)} combination(s) fail an assumption'}"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from ...inference import intervals
 from ...inference.intervals import (DEFAULT_METHODS, METHODS, MIN_BOOTSTRAP_DRAWS, MULTIPLIERS, min_bootstrap_draws,
                                     uses_blocks)
 from ...inference.streaming import StreamLayout, floor_power
+from ...inference.zoo import ZOO_METHODS
 from ...models import MODELS, build_model
 from ...recursion.kernels import run_paths_lanes
 from ...recursion.keys import (GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seconds, path_seed_key,
@@ -38,6 +40,9 @@ from ..base import Study, stack
 from .figures import write_coverage_figure
 from .summary import summarize
 from .tables import render_latex, render_markdown
+from .zoo import (ZOO_KEYS, Stopwatch, classic_methods, replication_index, validate_zoo, zoo_bounds, zoo_generators,
+                  zoo_methods, zoo_spec)
+from .zoo_tables import write_zoo_outputs, zoo_rows
 
 #: An interval is usable only if its length is this many units in the last place of its ends:
 #: then the ends resolve it to one part in a million. A path started far from theta* (theta0 = 1e20)
@@ -57,13 +62,27 @@ INFERENCE_KEYS = (
     Key("multiplier", "choice", "uniform", choices=MULTIPLIERS, help="law of the bootstrap multipliers"),
 )
 _INFERENCE_NAMES = tuple(k.name for k in INFERENCE_KEYS)
-METHODS_KEY = Key("methods", "choices", DEFAULT_METHODS, grid=False, choices=METHODS, help="interval methods")
+METHODS_KEY = Key("methods", "choices", DEFAULT_METHODS, grid=False, choices=METHODS + ZOO_METHODS,
+                  help="interval methods (the zoo's: docs/zoo.md)")
 
 
 def resolved(bounds: np.ndarray) -> bool:
     """Whether every interval in ``bounds`` (``(..., 2)``) is longer than :data:`RESOLVED_ULPS` of its ends."""
     lo, hi = bounds[..., 0], bounds[..., 1]
     return bool(((hi - lo) > RESOLVED_ULPS * np.spacing(np.maximum(np.abs(lo), np.abs(hi)))).all())
+
+
+class _Job(NamedTuple):
+    """What the replications of a group of settings share (:meth:`CoverageStudy._prepare`)."""
+
+    settings: list
+    methods: tuple
+    model: object
+    layouts: list
+    sigma: np.ndarray
+    twin: bool
+    options: dict
+    zoo: object  # the ZooSpec of the zoo's methods, or None
 
 
 def stream_layout(setting, methods) -> StreamLayout:
@@ -77,7 +96,8 @@ class CoverageStudy(Study):
 
     name = "coverage"
     title = "coverage and length of confidence intervals for theta* (000, Tables 1-2)"
-    keys = PATH_KEYS + INFERENCE_KEYS + (N_KEY, METHODS_KEY)
+    keys = PATH_KEYS + INFERENCE_KEYS + (N_KEY, METHODS_KEY) + ZOO_KEYS
+    tables = ("summary", "zoo")
     warning_kinds = {
         **GAMMA_WARNING_KINDS,
         "beta": ("beta <= gamma", "Theorem 3.2 (block bootstrap) needs gamma < beta"),
@@ -112,6 +132,7 @@ class CoverageStudy(Study):
                               f"quantiles need B >= max({MIN_BOOTSTRAP_DRAWS}, 2 / (1 - level)) = "
                               f"{min_bootstrap_draws(s.level)}")
         check_run_memory(self, [s], options, 1)  # before the layout, which is as large as the blocks
+        validate_zoo(s, options)
         if "BM" in methods and s.gamma >= 1.0:
             raise ConfigError(f"gamma = {s.gamma} leaves no batch-means batches; BM needs gamma < 1")
         # the layout's batch ends are a Python loop over M + 1 ~ n^((1 - gamma) / 2) batches: build only
@@ -156,7 +177,11 @@ class CoverageStudy(Study):
 
     def chunk_shapes(self, s, options):
         d = MODELS[s.model].dimension(s)
-        return {"theta_bar": (d,), "bounds": (len(options["methods"]), d, 2), "ok": ()}
+        methods = options["methods"]
+        shapes = {"theta_bar": (d,), "bounds": (len(methods), d, 2), "ok": ()}
+        if zoo_methods(methods):  # each method's own validity, point estimate and measured seconds
+            shapes.update(method_ok=(len(methods),), estimate=(len(methods), d), seconds=(len(methods),))
+        return shapes
 
     # --- computing
 
@@ -173,6 +198,8 @@ class CoverageStudy(Study):
             run_paths_lanes(model, [as_generator(0)], small.n, small.c, small.gamma, small.theta0,
                             [stream_layout(small, config.methods)], small.batch_size,
                             self.lane_width(setting, config.options, lanes))
+            if zoo_methods(config.methods):
+                _warm_zoo(setting, model, config.options, self.lane_width(setting, config.options, lanes))
 
     def prepare(self, setting, options, twin=False):
         return self._prepare([setting], options, twin)
@@ -199,6 +226,17 @@ class CoverageStudy(Study):
         its bootstrap multipliers from the generator as the path left it, as
         it would have in a run of its own.
         """
+        if "HulC" in options["methods"] and len({s.level for s in settings}) > 1:
+            # HulC's segments depend on the level: one pass per level, each the pass of a run of its own
+            levels = sorted({s.level for s in settings})
+            parts = {lv: self.run_group([s for s in settings if s.level == lv], options, root_seed, start, stop,
+                                        twin, lanes) for lv in levels}
+            taken = {lv: 0 for lv in levels}
+            out = []
+            for s in settings:
+                out.append(parts[s.level][taken[s.level]])
+                taken[s.level] += 1
+            return out
         job = self._prepare(settings, options, twin)
         width = self.lane_width(settings[0], options, lanes, twin)
         reps = []
@@ -212,42 +250,124 @@ class CoverageStudy(Study):
         s = settings[0]
         model = build_model(s)
         layouts = [stream_layout(x, methods) for x in settings]
-        return settings, methods, model, layouts, model.sigma(s.batch_size), twin
+        return _Job(settings, methods, model, layouts, model.sigma(s.batch_size), twin, options,
+                    zoo_spec(s, options, build=build_model))
 
     def _replicate(self, job, gens, width=None):
-        """Replications of ``gens``, their paths side by side (``width`` lanes): per replication, a result per setting."""
-        settings, methods, model, layouts, sigma, twin = job
-        s = settings[0]  # the path's keys are the group's
-        if twin:
-            paths = [path_twin(model, gen, s.n, s.c, s.gamma, s.theta0, list(layouts), s.batch_size)[0]
-                     for gen in gens]
-        else:
-            paths = run_paths_lanes(model, gens, s.n, s.c, s.gamma, s.theta0, layouts, s.batch_size, width)
-        return [self._intervals(job, gen, states) for gen, states in zip(gens, paths)]
+        """Replications of ``gens``, their paths side by side (``width`` lanes): per replication, a result per setting.
 
-    def _intervals(self, job, gen, states):
-        """Each setting's intervals from its state of one path, the multipliers drawn from ``gen`` after the path."""
-        settings, methods, model, layouts, sigma, twin = job
+        With the zoo's methods their paths and state run in the same pass
+        (:mod:`ldpsim.recursion.zoo`); the lanes group that holds replication
+        0 of a setting is timed too (:meth:`_time_methods`).
+        """
+        s = job.settings[0]  # the path's keys are the group's
+        zoo_gens = zoo_generators(job.zoo, gens)
+        zoo_states = [None] * len(gens)
+        if job.twin:
+            runs = [path_twin(job.model, gen, s.n, s.c, s.gamma, s.theta0, list(job.layouts), s.batch_size, job.zoo,
+                              None if zoo_gens is None else {m: g[r] for m, g in zoo_gens.items()})
+                    for r, gen in enumerate(gens)]
+            paths = [run[0] for run in runs]
+            if job.zoo is not None:
+                zoo_states = [run[2] for run in runs]
+        else:
+            paths = run_paths_lanes(job.model, gens, s.n, s.c, s.gamma, s.theta0, job.layouts, s.batch_size, width,
+                                    job.zoo, zoo_gens)
+            if job.zoo is not None:
+                paths, zoo_states = paths
+        seconds = None
+        if job.zoo is not None and not job.twin and any(replication_index(g) == 0 for g in gens):
+            seconds = self._time_methods(job, gens, width, paths, zoo_states)
+        return [self._intervals(job, gen, states, zoo, seconds) for gen, states, zoo in zip(gens, paths, zoo_states)]
+
+    def _intervals(self, job, gen, states, zoo_state=None, seconds=None):
+        """Each setting's intervals from its state of one path, the multipliers drawn from ``gen`` after the path.
+
+        ``ok`` says whether the path and the classic methods' intervals are
+        usable (as without the zoo); with the zoo's methods ``method_ok`` says it
+        for each method on its own, ``estimate`` holds each method's point
+        estimate and ``seconds`` the measured time (NaN but in the timed group).
+        """
+        settings, methods, model, sigma = job.settings, job.methods, job.model, job.sigma
         s = settings[0]
+        classic = classic_methods(methods)
+        rows = [methods.index(m) for m in classic]
         after_path = gen.bit_generator.state if len(settings) > 1 else None
         out = []
-        for j, (setting, layout, state) in enumerate(zip(settings, layouts, states)):
+        for j, (setting, layout, state) in enumerate(zip(settings, job.layouts, states)):
             bounds = np.full((len(methods), model.dim, 2), np.nan)
             ok = False
-            if state.finite(s.n):
+            finite = state.finite(s.n)
+            if finite:
                 if j > 0:  # each setting's multipliers come from where the path left the generator
                     gen.bit_generator.state = after_path
-                bounds = intervals.intervals(methods, state, layout, gen, n_boot=setting.B, law=setting.multiplier,
-                                             level=setting.level, sigma=sigma)
+                if classic:
+                    bounds[rows] = intervals.intervals(classic, state, layout, gen, n_boot=setting.B,
+                                                       law=setting.multiplier, level=setting.level, sigma=sigma)
                 # theta_bar is finite: state.finite held; an interval of rounding noise is no interval
-                ok = bool(np.isfinite(bounds).all()) and resolved(bounds)
-            out.append({"theta_bar": state.theta_bar, "bounds": bounds, "ok": ok})
+                ok = bool(np.isfinite(bounds[rows]).all()) and resolved(bounds[rows])
+            rep = {"theta_bar": state.theta_bar, "bounds": bounds, "ok": ok}
+            if job.zoo is not None:
+                method_ok = np.full(len(methods), ok)
+                estimate = np.tile(state.theta_bar, (len(methods), 1))
+                if finite:
+                    for m, (lo, hi, est) in zoo_bounds(methods, zoo_state, state.theta_bar, setting, job.options,
+                                                       job.zoo, model.hessian()).items():
+                        k = methods.index(m)
+                        bounds[k, :, 0], bounds[k, :, 1], estimate[k] = lo, hi, est
+                        method_ok[k] = bool(np.isfinite(bounds[k]).all()) and resolved(bounds[k])
+                else:
+                    method_ok[:] = False
+                rep.update(method_ok=method_ok, estimate=estimate,
+                           seconds=np.array([np.nan if seconds is None else seconds.get(m, np.nan)
+                                             for m in methods]))
+            out.append(rep)
         return out
+
+    def _time_methods(self, job, gens, width, paths, zoo_states) -> dict:
+        """Seconds per replication of each method, measured on this lanes group (:class:`~.zoo.Stopwatch`).
+
+        A pass of the main path alone (the classic methods' cost), then one
+        per zoo method with its paths and state (the run's kernel, the other
+        methods' parts empty), each on fresh copies of the group's generators
+        (the run's own numbers are untouched), the least of two timings (the
+        first may load the code); then each method's interval from the state.
+        """
+        s, model, options = job.settings[0], job.model, job.options
+        watch = Stopwatch()
+        count = len(gens)
+
+        def fresh():
+            return [np.random.Generator(type(g.bit_generator)(g.bit_generator.seed_seq)) for g in gens]
+
+        def run(spec, active=None):
+            copies = fresh()
+            return lambda: run_paths_lanes(model, copies, s.n, s.c, s.gamma, s.theta0, job.layouts, s.batch_size,
+                                           width, spec, zoo_generators(spec, copies), active)
+
+        watch.time("main", run(None), count)
+        for m in zoo_methods(job.methods):  # the run's kernel, the other methods' parts empty
+            watch.time(m, run(job.zoo, {m}), count)
+        for m in classic_methods(job.methods):
+            watch.add(m, watch.seconds["main"])
+            for gen, states in zip(fresh(), paths):
+                if states[0].finite(s.n):
+                    watch.time(m, lambda: intervals.intervals([m], states[0], job.layouts[0], gen, n_boot=s.B,
+                                                              law=s.multiplier, level=s.level, sigma=job.sigma), count)
+        for m in zoo_methods(job.methods):
+            for states, zoo in zip(paths, zoo_states):
+                if states[0].finite(s.n):
+                    watch.time(m, lambda: zoo_bounds([m], zoo, states[0].theta_bar, s, options, job.zoo,
+                                                     model.hessian()), count)
+        return watch.seconds
 
     # --- summarising and drawing
 
     def summarize(self, config, chunks):
-        return {"summary": summarize(config, chunks)}
+        tables = {"summary": summarize(config, chunks)}
+        if zoo_methods(config.methods):
+            tables["zoo"] = zoo_rows(config, chunks)
+        return tables
 
     def write_outputs(self, out, tables, meta):
         rows = tables["summary"]
@@ -255,10 +375,21 @@ class CoverageStudy(Study):
         (out / "table.tex").write_text(render_latex(rows))
         level = meta.get("config", {}).get("level") if isinstance(meta.get("config"), dict) else None
         return (["table.md", "table.tex"] + write_coverage_figure(out, rows, self.table_title(meta) or "", level)
-                + write_sweep_maps(out, rows))
+                + write_sweep_maps(out, rows) + write_zoo_outputs(out, tables.get("zoo"), self.table_title(meta), level))
 
     def render(self, tables, meta):
         return render_markdown(tables["summary"], self.table_title(meta))
+
+
+def _warm_zoo(setting, model, options, width) -> None:
+    """Compile (or load) the kernel of the run's zoo methods (the timed passes run it too)."""
+    small = setting.replace(n=256, beta=0.5)
+    opts = dict(options, higrad_splits=1)  # a tree of the same types that fits 256 steps
+    gens = [as_generator(0)]
+    spec = zoo_spec(small, opts, None, build_model)
+    run_paths_lanes(model, gens, small.n, small.c, small.gamma, small.theta0,
+                    [stream_layout(small, options["methods"])], small.batch_size, width, spec,
+                    zoo_generators(spec, gens))
 
 
 def write_sweep_maps(out: Path, rows: list[dict]) -> list[str]:

@@ -15,6 +15,7 @@ import math
 
 from ...engine.config import Config
 from ...inference.intervals import normal_quantile
+from ...inference.zoo import ZOO_METHODS
 from ...models import build_model
 from ...reporting.csvio import columns_before
 from ...reporting.stats import proportion
@@ -52,14 +53,14 @@ def summarize(config: Config, results: list[dict]) -> list[dict]:
     rows = []
     for setting, res in zip(config.settings, results):
         theta_star = build_model(setting).theta_star()
-        ok = res["ok"]
-        reps, failed = int(ok.sum()), int((~ok).sum())
         z = normal_quantile(setting.level)
         for j, method in enumerate(config.methods):
+            ok, estimates = method_mask(res, j, method)
+            reps, failed = int(ok.sum()), int((~ok).sum())
             lo_all, hi_all = res["bounds"][ok, j, :, 0], res["bounds"][ok, j, :, 1]
             all_covered = ((lo_all <= theta_star) & (theta_star <= hi_all)).all(axis=1)
             for coord in range(theta_star.shape[0]):
-                est = res["theta_bar"][ok, coord]
+                est = estimates[ok, coord]
                 row = {k: getattr(setting, k) for k in keys}
                 row.update(method=method, coord=coord, n=setting.n, reps=reps, n_failed=failed)
                 row.update(_stats(est, lo_all[:, coord], hi_all[:, coord], float(theta_star[coord]), z))
@@ -67,6 +68,21 @@ def summarize(config: Config, results: list[dict]) -> list[dict]:
                     row.update(proportion("joint_coverage", all_covered))
                 rows.append(row)
     return rows
+
+
+def method_mask(res: dict, j: int, method: str):
+    """``(ok, estimates)`` of method ``j``: the replications its row counts and the point estimates ``(R, d)``.
+
+    The classic methods count the replications whose path and classic
+    intervals are usable (``ok``) and estimate by ``theta_bar``; a zoo method
+    (run with ``method_ok`` and ``estimate``) counts those where its own
+    interval is usable and estimates by its own point (HulC: the median of
+    its segment averages; HiGrad: the mean of its threads'; OB_split: its own
+    path's average).
+    """
+    if "method_ok" in res and method in ZOO_METHODS:
+        return res["method_ok"][:, j], res["estimate"][:, j]
+    return res["ok"], res["theta_bar"]
 
 
 def _stats(est, lo, hi, truth, z) -> dict:
@@ -97,4 +113,4 @@ def key_columns(rows: list[dict]) -> list[str]:
     return columns_before(rows, "method")
 
 
-__all__ = ["STAT_COLUMNS", "key_columns", "summarize"]
+__all__ = ["STAT_COLUMNS", "key_columns", "method_mask", "summarize"]

@@ -1,0 +1,241 @@
+"""The method zoo in the coverage study (issue 20): what each method adds to a run, and its interval.
+
+A ``methods:`` entry of :data:`~ldpsim.inference.zoo.ZOO_METHODS` declares
+here what it needs from the path kernel (:func:`zoo_spec`: its schedule, its
+paths of its own, its state; :mod:`ldpsim.recursion.zoo` runs them in the main
+path's pass over the same observations) and turns the state it streamed into
+its interval (:func:`zoo_bounds`). The study calls these; the driver does not
+know the zoo exists.
+
+Each method with paths of its own draws its privacy noise (and OB its
+weights) from a stream of its own, child ``code`` of the replication's seed
+(:data:`~ldpsim.recursion.zoo.STREAM_CODES`): the main path, and so every
+other method's numbers, are those of a run without it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ...engine.config import ConfigError, Key, Range, check_range
+from ...engine.rng import BIT_GENERATOR
+from ...inference.intervals import METHODS as CLASSIC_METHODS
+from ...inference.intervals import normal_quantile
+from ...inference.streaming import floor_power
+from ...inference.zoo import (OB_INTERVALS, ZOO_METHODS, HiGradLayout, HulCLayout, OBMLayout, higrad_interval,
+                              higrad_state_size, higrad_thread_estimates, hulc_interval, hulc_splits, hulc_state_size,
+                              ob_interval, obm_sigma, obm_state_size, plugin_sigma, plugin_state_size, wald_interval)
+from ...recursion.zoo import STREAM_CODES, ZooSpec
+
+#: The zoo's per-run keys (one value per run, like ``methods``; they change no stream of the main path).
+ZOO_KEYS = (
+    Key("hulc_delta", "float", 0.0, grid=False, range=Range("[0, 0.5)"),
+        help="HulC: median bias Delta of the segment averages; B = smallest with (1/2-D)^B + (1/2+D)^B <= 1 - level"),
+    Key("ob_paths", "int", 100, grid=False, range=Range("[2, 100000]"),
+        help="OB, OB_split: perturbed paths B (each user answers B + 1 times)"),
+    Key("ob_interval", "choice", "normal", grid=False, choices=OB_INTERVALS,
+        help="OB, OB_split: interval from the bootstrap averages"),
+    Key("higrad_splits", "int", 2, grid=False, range=Range("[1, 20]"), help="HiGrad: levels after the first (nsplits)"),
+    Key("higrad_threads", "int", 2, grid=False, range=Range("[1, 100]"), help="HiGrad: threads per split (nthreads)"),
+    Key("higrad_step_ratio", "float", 1.0, grid=False, range=Range("(0, 100]"),
+        help="HiGrad: length ratio of consecutive levels (step.ratio)"),
+    Key("obm_constant", "float", 1.0, grid=False, range=Range("(0, inf)"),
+        help="OBM: batches start at floor(C m^(2 / (1 - gamma))), C this constant"),
+)
+ZOO_KEY_NAMES = tuple(k.name for k in ZOO_KEYS)
+#: The methods whose paths run in the kernel (the others keep state of the main path only).
+PATH_METHODS = tuple(STREAM_CODES)
+
+
+def zoo_methods(methods) -> tuple:
+    """The zoo's methods among ``methods``, in their order."""
+    return tuple(m for m in methods if m in ZOO_METHODS)
+
+
+def classic_methods(methods) -> tuple:
+    """BB, BBjoint, BM, SN and oracle among ``methods``, in their order."""
+    return tuple(m for m in methods if m in CLASSIC_METHODS)
+
+
+def _split_epsilon(setting, options):
+    """OB_split's epsilon per answer; the run's (``None`` or ``inf``) without privacy."""
+    if setting.epsilon is None or math.isinf(setting.epsilon):
+        return setting.epsilon
+    return setting.epsilon / (options["ob_paths"] + 1)
+
+
+def validate_zoo(setting, options) -> None:
+    """One-line errors for a setting the zoo's methods of ``options`` cannot run."""
+    methods = zoo_methods(options["methods"])
+    if not methods:
+        return
+    if setting.batch_size != 1:
+        raise ConfigError(f"batch_size = {setting.batch_size}: the zoo's methods ({', '.join(methods)}) run one "
+                          "observation a step; use batch_size = 1")
+    boot = [m for m in methods if m in ("OB", "OB_split")]
+    if boot and (getattr(setting, "mechanism", None) == "gdp" or getattr(setting, "budget", None)):
+        raise ConfigError(f"methods {', '.join(boot)} split or multiply an epsilon budget per answer; "
+                          f"mechanism = {setting.mechanism!r}, budget = {getattr(setting, 'budget', None)!r} is "
+                          "not one: use mechanism laplace, gaussian or rr with epsilon")
+    if "HulC" in methods:
+        HulCLayout.build(setting.n, hulc_splits(setting.level, options["hulc_delta"]))
+    if "HiGrad" in methods:
+        HiGradLayout.build(setting.n, options["higrad_splits"], options["higrad_threads"], options["higrad_step_ratio"])
+    if "OBM" in methods:
+        check_range("gamma", setting.gamma, setting.gamma < 1.0, "(0, 1) for OBM (its batches grow like m^(2/(1-gamma)))")
+        OBMLayout.build(setting.n, setting.gamma, options["obm_constant"])
+
+
+def zoo_spec(setting, options, methods=None, build=None) -> ZooSpec | None:
+    """What the kernel streams for the zoo's methods (``methods``, default those of ``options``); ``None``: none.
+
+    ``build(setting)`` makes a setting's model (``OB_split``'s at ``epsilon / (B + 1)``).
+    """
+    methods = zoo_methods(options["methods"] if methods is None else methods)
+    if not methods:
+        return None
+    s = setting
+    hulc = HulCLayout.build(s.n, hulc_splits(s.level, options["hulc_delta"])) if "HulC" in methods else None
+    higrad = (HiGradLayout.build(s.n, options["higrad_splits"], options["higrad_threads"], options["higrad_step_ratio"])
+              if "HiGrad" in methods else None)
+    split_model = build(s.replace(epsilon=_split_epsilon(s, options))) if "OB_split" in methods else None
+    obm = OBMLayout.build(s.n, s.gamma, options["obm_constant"]) if "OBM" in methods else None
+    return ZooSpec(hulc, higrad, "OB" in methods, "OB_split" in methods, int(options["ob_paths"]), split_model, obm,
+                   "plugin_oracle" in methods, float(s.theta0))
+
+
+def method_generator(gen: np.random.Generator, method: str) -> np.random.Generator:
+    """Method ``method``'s stream in the replication of ``gen``: child ``STREAM_CODES[method]`` of its seed.
+
+    ``gen`` draws from ``SeedSequence(root, spawn_key=(setting, r))``; the
+    method from ``SeedSequence(root, spawn_key=(setting, r, code))``.
+    """
+    seq = gen.bit_generator.seed_seq
+    child = np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, STREAM_CODES[method]),
+                                   pool_size=seq.pool_size)
+    return np.random.Generator(BIT_GENERATOR(child))
+
+
+def zoo_generators(spec: ZooSpec | None, gens) -> dict | None:
+    """Per method with paths of its own in ``spec``, one generator per replication of ``gens``."""
+    if spec is None:
+        return None
+    asked = {"HulC": spec.hulc is not None, "HiGrad": spec.higrad is not None, "OB": spec.ob,
+             "OB_split": spec.ob_split}
+    return {m: [method_generator(g, m) for g in gens] for m in PATH_METHODS if asked[m]}
+
+
+def replication_index(gen: np.random.Generator) -> int:
+    """The replication ``r`` whose generator ``gen`` is (its seed's ``spawn_key`` ends with ``r``)."""
+    key = gen.bit_generator.seed_seq.spawn_key
+    return int(key[-1]) if key else -1
+
+
+def zoo_bounds(methods, arrays: dict, theta_bar: np.ndarray, setting, options, spec: ZooSpec, hessian):
+    """Each zoo method's ``(lo, hi)`` ``(d,)`` and its point estimate ``(d,)`` from one replication's state.
+
+    Returns
+    -------
+    dict
+        ``method -> (lo, hi, estimate)``; NaN where the method's state is not finite.
+    """
+    n, level = setting.n, setting.level
+    out = {}
+    for m in zoo_methods(methods):
+        state = arrays[m]
+        if m == "HulC":
+            lo, hi = hulc_interval(state)
+            est = np.median(state, axis=0)
+        elif m == "HiGrad":
+            estimates = higrad_thread_estimates(state, spec.higrad)
+            lo, hi = higrad_interval(estimates, spec.higrad, level=level)
+            est = estimates.mean(axis=0)
+        elif m == "OB":
+            est = theta_bar
+            lo, hi = ob_interval(theta_bar, state / float(n), level=level, kind=options["ob_interval"])
+        elif m == "OB_split":
+            est = state[0] / float(n)  # its own main path, privatized at epsilon / (B + 1)
+            lo, hi = ob_interval(est, state[1:] / float(n), level=level, kind=options["ob_interval"])
+        elif m == "OBM":
+            est = theta_bar
+            _, sigma = obm_sigma(*state, n)
+            lo, hi = wald_interval(theta_bar, sigma, n, level=level)
+        else:  # plugin_oracle
+            est = theta_bar
+            lo, hi = wald_interval(theta_bar, plugin_sigma(state, n, hessian), n, level=level)
+        out[m] = (np.asarray(lo, dtype=float), np.asarray(hi, dtype=float), np.asarray(est, dtype=float))
+    return out
+
+
+def state_floats(method: str, d: int, setting, options) -> int:
+    """Floats a replication keeps for ``method`` beyond the main path's ``theta`` and its running sum."""
+    s = setting
+    if method in ("BB", "BBjoint"):
+        return (s.n // floor_power(s.n, s.beta)) * d
+    if method == "BM":
+        return (floor_power(s.n, (1.0 - s.gamma) / 2.0) + 1) * d
+    if method == "SN":
+        return 3 * d
+    if method == "oracle":
+        return 0
+    if method == "HulC":
+        return hulc_state_size(d, hulc_splits(s.level, options["hulc_delta"]))
+    if method == "HiGrad":
+        layout = HiGradLayout.build(s.n, options["higrad_splits"], options["higrad_threads"],
+                                    options["higrad_step_ratio"])
+        return higrad_state_size(d, layout)
+    b = options["ob_paths"]
+    if method == "OB":
+        return 2 * b * d + b + 2 * d  # B iterates and sums, the step's weights, the answer's scratch
+    if method == "OB_split":
+        return 2 * (b + 1) * d + b + 1 + 2 * d
+    if method == "OBM":
+        return obm_state_size(d)
+    return plugin_state_size(d)
+
+
+def privacy_factor(method: str, options) -> int:
+    """The privacy cost per user as a factor of the run's epsilon (sequential composition of the answers)."""
+    return options["ob_paths"] + 1 if method == "OB" else 1
+
+
+def oracle_length(sigma: np.ndarray, n: int, level: float) -> np.ndarray:
+    """``2 z sqrt(Sigma_jj / n)``: the oracle interval's length per coordinate (deterministic)."""
+    return 2.0 * normal_quantile(level) * np.sqrt(np.diag(sigma) / n)
+
+
+class Stopwatch:
+    """Seconds per replication of each method, measured in a timed pass of one lanes group.
+
+    ``seconds[method]`` is the wall time of a kernel pass that runs the main
+    path and that method's paths and state (a classic method: the main path
+    alone) over the group's replications, divided by their number, plus the
+    time its interval takes from the state.
+    """
+
+    def __init__(self):
+        self.seconds = {}
+
+    def time(self, method: str, func, count: int, repeat: int = 2) -> None:
+        """Add the least of ``repeat`` timings of ``func()`` over ``count`` replications (the first may load code)."""
+        best = math.inf
+        for _ in range(repeat):
+            start = time.perf_counter()
+            func()
+            best = min(best, time.perf_counter() - start)
+        self.seconds[method] = self.seconds.get(method, 0.0) + best / count
+
+    def add(self, method: str, seconds: float) -> None:
+        self.seconds[method] = self.seconds.get(method, 0.0) + seconds
+
+
+def nan_seconds(methods) -> np.ndarray:
+    return np.full(len(methods), math.nan)
+
+
+__all__ = ["PATH_METHODS", "Stopwatch", "ZOO_KEYS", "ZOO_KEY_NAMES", "classic_methods", "method_generator",
+           "oracle_length", "privacy_factor", "replication_index", "state_floats", "validate_zoo", "zoo_bounds",
+           "zoo_generators", "zoo_methods", "zoo_spec"]
