@@ -83,10 +83,12 @@ def gens(seed, code=0):
             for j in range(LANES)]
 
 
-def spec_for(split, n, paths):
-    """Every zoo method (a pass times one: the others' parts empty, as the coverage study times them)."""
-    return ZooSpec(HulCLayout.build(n, 5), HiGradLayout.build(n), True, True, paths, split, OBMLayout.build(n, GAMMA),
-                   True, THETA0)
+def spec_for(method, split, n, paths):
+    """The main path and ``method`` alone (as the coverage study times each method)."""
+    return ZooSpec(HulCLayout.build(n, 5) if method == "HulC" else None,
+                   HiGradLayout.build(n) if method == "HiGrad" else None, method == "OB", method == "OB_split", paths,
+                   split if method == "OB_split" else None, OBMLayout.build(n, GAMMA) if method == "OBM" else None,
+                   method == "plugin_oracle", THETA0)
 
 
 def draws(method, paths):
@@ -111,11 +113,11 @@ def main(argv=None):
     out = lane_array(1, LANES)
 
     def kernel(method, seed, steps=n):
-        spec = None if method == "main" else spec_for(split, steps, args.paths)
+        spec = None if method == "main" else spec_for(method, split, steps, args.paths)
         g = gens(seed)
         zoo_gens = None if spec is None else {m: gens(seed, STREAM_CODES[m]) for m in STREAM_CODES}
         lays = layouts if steps == n else [StreamLayout.build(steps, 0.75, GAMMA, blocks=False, batches=False)]
-        run_paths_lanes(model, g, steps, C, GAMMA, THETA0, lays, 1, LANES, spec, zoo_gens, {method})
+        run_paths_lanes(model, g, steps, C, GAMMA, THETA0, lays, 1, LANES, spec, zoo_gens)
 
     def floor(method, seed, steps=n):
         w, a = draws(method, args.paths)

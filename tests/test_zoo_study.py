@@ -177,8 +177,8 @@ def test_ob_bootstrap_sd_through_the_kernel_matches_the_true_sd():
     ({"batch_size": 2, "methods": ["HulC"]}, r"^batch_size = 2: the zoo's methods \(HulC\) run one observation a step"),
     ({"n": 40, "methods": ["HiGrad"], "higrad_splits": 5}, r"HiGrad"),
     ({"n": 8, "methods": ["HulC"]}, r"^n = 8 is too small for HulC's B = 5 segments"),
-    ({"model": "huber_mallows", "mechanism": "gdp", "mu": 1, "methods": ["OB_split"]},
-     r"^methods OB_split split or multiply an epsilon budget per answer"),
+    ({"model": "huber_mallows", "mechanism": "gaussian", "budget": {"uniform": [1, 2]}, "methods": ["OB_split"]},
+     r"^methods OB_split split or multiply a budget per answer"),
     ({"methods": ["OB"], "ob_paths": 1}, r"^ob_paths = 1 is outside"),
     ({"methods": ["OBM"], "gamma": 1.0}, r"OBM"),
 ])
@@ -196,3 +196,15 @@ def test_check_states_the_online_bootstraps_privacy():
     details = {v.name: v.detail for v in check.verdicts}
     assert "(epsilon = 10, delta = 0) LDP per user" in details["privacy (OB)"]
     assert "at epsilon = 0.1: (epsilon = 1, delta = 0) LDP per user" in details["privacy (OB_split)"]
+
+
+def test_the_online_bootstraps_budgets_compose_by_their_accountant():
+    from ldpsim.studies.coverage.zoo import privacy_factor, split_setting
+
+    options = {"ob_paths": 15}
+    gdp = ldpsim.load_config({"model": "huber_mallows", "mechanism": "gdp", "mu": 2, "dim": 3, "n": 1e4,
+                              "methods": ["OB", "OB_split"], **options}).settings[0]
+    assert split_setting(gdp, options).mu == 0.5 and privacy_factor("OB", options, gdp) == 4.0
+    pure = ldpsim.load_config({"model": "quantile", "epsilon": 2, "n": 1e4, **options}).settings[0]
+    assert split_setting(pure, options).epsilon == 0.125 and privacy_factor("OB", options, pure) == 16
+    assert privacy_factor("OB_split", options, pure) == privacy_factor("HulC", options, gdp) == 1

@@ -341,7 +341,7 @@ def _block_streams(layouts, d: int, lanes: int = 1):
 
 
 def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, layouts, batch_size: int = 1,
-                    width: int | None = None, zoo=None, zoo_gens=None, zoo_active=None):
+                    width: int | None = None, zoo=None, zoo_gens=None):
     """:func:`run_paths` for the replications of ``gens`` side by side (lanes): one list of states per generator.
 
     One kernel call of ``width`` lanes (default ``len(gens)``; more are padded,
@@ -354,8 +354,6 @@ def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, 
     noise drawn from ``zoo_gens[method]`` (one generator per replication, for
     each method with paths of its own); then it returns ``(states, zoo_states)``,
     ``zoo_states[l]`` a dict of replication ``l``'s zoo arrays (:func:`zoo_arrays`).
-    ``zoo_active`` (a set of method names) runs only those of the zoo's
-    methods, with the kernel compiled for all (to time one method).
     """
     count = len(gens)
     width = width or count
@@ -367,7 +365,7 @@ def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, 
     zoo_paths = None
     if zoo is not None:
         zoo_paths = build_zoo(zoo, params, d, {name: kernel_rngs(padded(zoo_gens[name], width))
-                                              for name in zoo_gens}, lanes, zoo_active)
+                                              for name in zoo_gens}, lanes)
     per_step = None if batch_size == 1 else int(batch_size)  # None: the loop without a mini-batch
     blocks, rows = _block_streams(layouts, d, lanes)
     with_batches = [lay for lay in layouts if lay.batch_ends.shape[0] > 0]

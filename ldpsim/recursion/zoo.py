@@ -248,9 +248,8 @@ def _plugin_gradient(part, grad):
         return lambda part, grad: None
 
     def impl(part, grad):
-        if part.point.shape[0] > 0:  # (empty: a pass that times another method)
-            set_point(part.point, grad)
-            plugin_add(part.smat, part.point)
+        set_point(part.point, grad)
+        plugin_add(part.smat, part.point)
 
     return impl
 
@@ -398,8 +397,6 @@ def _obm_step(part, i, theta):
         return lambda part, i, theta: None
 
     def impl(part, i, theta):
-        if part.starts.shape[0] == 0:  # a pass that times another method
-            return
         k = part.sched[0]
         new = k < part.starts.shape[0] and part.starts[k] == i
         if new:
@@ -477,45 +474,36 @@ class ZooSpec(NamedTuple):
     theta0: float
 
 
-def build_zoo(spec: ZooSpec, params, d: int, rngs: dict, lanes: int, active=None) -> ZooPaths:
+def build_zoo(spec: ZooSpec, params, d: int, rngs: dict, lanes: int) -> ZooPaths:
     """The :class:`ZooPaths` of one kernel call of ``lanes`` lanes.
 
     ``params`` is the main path's record (the zoo's paths privatize its
     observation, :func:`~ldpsim.models.base.sharing_observation`); ``rngs[name]``
-    the handles of the methods' streams. ``active``, a set of method names,
-    keeps the others' parts in the record but empty (no segment, no thread,
-    no row, no batch): a pass that times one method runs the kernel compiled
-    for all of them, at the cost of that one.
+    the handles of the methods' streams.
     """
     def arr(shape, fill=0.0):
         return lane_array(shape, lanes, fill)
 
-    def on(name):
-        return active is None or name in active
-
     hulc = higrad = ob = ob_split = obm = plugin = None
     if spec.hulc is not None:
         lay = spec.hulc
-        ends = lay.ends if on("HulC") else lay.ends[:0]
-        hulc = HulCPaths(rngs["HulC"], params, float(spec.theta0), ends, np.array([0, 0, 1], dtype=np.int64),
-                         np.zeros(1), arr(d, float(spec.theta0)), arr(d), arr(d), arr((ends.shape[0], d), np.nan))
+        hulc = HulCPaths(rngs["HulC"], params, float(spec.theta0), lay.ends, np.array([0, 0, 1], dtype=np.int64),
+                         np.zeros(1), arr(d, float(spec.theta0)), arr(d), arr(d), arr((lay.splits, d), np.nan))
     if spec.higrad is not None:
         lay = spec.higrad
         if lay.burnin:
             raise ValueError("HiGrad with a burn-in is not streamed")  # (validated before: burn-in 0)
         level_end = np.cumsum(lay.lengths * lay.threads).astype(np.int64)
-        if not on("HiGrad"):
-            level_end = level_end[:0]
         higrad = HiGradPaths(rngs["HiGrad"], params, level_end, lay.lengths, lay.threads,
                              lay.fans, lay.node_first, lay.step_first, np.array([0, 0, 0, 1], dtype=np.int64),
                              np.zeros(1), arr((lay.final_threads, d), float(spec.theta0)),
                              arr((lay.final_threads, d)), arr((lay.nodes, d), np.nan), arr(d), arr(d))
     if spec.ob:
-        rows = spec.ob_paths if on("OB") else 0
+        rows = spec.ob_paths
         ob = BootPaths(rngs["OB"], params, 0, arr(rows, 1.0), arr((rows, d), float(spec.theta0)),
                        arr((rows, d)), arr(d), arr(d))
     if spec.ob_split:
-        rows = spec.ob_paths + 1 if on("OB_split") else 0
+        rows = spec.ob_paths + 1
         ob_split = BootPaths(rngs["OB_split"], sharing_observation(spec.split_model.kernel_params(lanes), params), 1,
                              arr(rows, 1.0),
                              arr((rows, d), float(spec.theta0)), arr((rows, d)), arr(d), arr(d))
@@ -523,11 +511,9 @@ def build_zoo(spec: ZooSpec, params, d: int, rngs: dict, lanes: int, active=None
         vec = arr((4, d))
         vec_array = vec.array if lanes > 1 else vec
         vec_array[0] = float(spec.theta0)  # the reference starts at theta0
-        starts = spec.obm.starts if on("OBM") else spec.obm.starts[:0]
-        obm = OBMState(starts, np.zeros(1, dtype=np.int64), vec, arr((d, d)), arr(3), arr(d))
+        obm = OBMState(spec.obm.starts, np.zeros(1, dtype=np.int64), vec, arr((d, d)), arr(3), arr(d))
     if spec.plugin:
-        k = d if on("plugin_oracle") else 0
-        plugin = PluginState(arr((k, k)), arr(k))
+        plugin = PluginState(arr((d, d)), arr(d))
     return ZooPaths(hulc, higrad, ob, ob_split, obm, plugin)
 
 

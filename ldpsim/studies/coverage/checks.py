@@ -240,6 +240,15 @@ def _zoo_privacy(setting: Setting, model, methods, options: dict) -> list[Verdic
     """The privacy of the zoo's online bootstraps, whose users answer ``B + 1`` times (docs/zoo.md)."""
     out = []
     b = int(options.get("ob_paths", 100))
+    if getattr(setting, "mechanism", None) == "gdp":  # k answers of mu0-GDP are sqrt(k) mu0-GDP (Dong, Roth & Su)
+        mu = setting.mu
+        if "OB" in methods:
+            out.append(Verdict("privacy (OB)", None, f"each user answers B + 1 = {b + 1} times at mu = {mu:g}: "
+                               f"mu = {math.sqrt(b + 1) * mu:g} GDP per user (Dong, Roth & Su 2022, Cor. 2)"))
+        if "OB_split" in methods:
+            out.append(Verdict("privacy (OB_split)", None, f"each user answers B + 1 = {b + 1} times at mu = "
+                               f"{mu / math.sqrt(b + 1):.6g}: mu = {mu:g} GDP per user (Dong, Roth & Su 2022, Cor. 2)"))
+        return out
     delta = getattr(model.mechanism, "delta", 0.0) or 0.0
     if "OB" in methods:
         eps, dlt = basic_composition(setting.epsilon, b + 1, delta)

@@ -328,8 +328,9 @@ class CoverageStudy(Study):
         """Seconds per replication of each method, measured on this lanes group (:class:`~.zoo.Stopwatch`).
 
         A pass of the main path alone (the classic methods' cost), then one
-        per zoo method with its paths and state (the run's kernel, the other
-        methods' parts empty), each on fresh copies of the group's generators
+        per zoo method with its paths and state alone (its own kernel: in the
+        kernel of all the zoo's methods with the others' parts idle, the
+        quantile step measured 70 times the main path's cost), each on fresh copies of the group's generators
         (the run's own numbers are untouched), the least of two timings (the
         first may load the code); then each method's interval from the state.
         """
@@ -340,14 +341,15 @@ class CoverageStudy(Study):
         def fresh():
             return [np.random.Generator(type(g.bit_generator)(g.bit_generator.seed_seq)) for g in gens]
 
-        def run(spec, active=None):
+        def run(spec):
             copies = fresh()
             return lambda: run_paths_lanes(model, copies, s.n, s.c, s.gamma, s.theta0, job.layouts, s.batch_size,
-                                           width, spec, zoo_generators(spec, copies), active)
+                                           width, spec, zoo_generators(spec, copies))
 
+        _warm_zoo(s, model, options, width, alone=True)
         watch.time("main", run(None), count)
-        for m in zoo_methods(job.methods):  # the run's kernel, the other methods' parts empty
-            watch.time(m, run(job.zoo, {m}), count)
+        for m in zoo_methods(job.methods):  # the kernel of the main path and this method alone
+            watch.time(m, run(zoo_spec(s, options, [m], build_model)), count)
         for m in classic_methods(job.methods):
             watch.add(m, watch.seconds["main"])
             for gen, states in zip(fresh(), paths):
@@ -381,15 +383,18 @@ class CoverageStudy(Study):
         return render_markdown(tables["summary"], self.table_title(meta))
 
 
-def _warm_zoo(setting, model, options, width) -> None:
-    """Compile (or load) the kernel of the run's zoo methods (the timed passes run it too)."""
+def _warm_zoo(setting, model, options, width, alone: bool = False) -> None:
+    """Compile (or load) the kernel of the run's zoo methods; ``alone``: those of each method alone (the timed passes)."""
     small = setting.replace(n=256, beta=0.5)
     opts = dict(options, higrad_splits=1)  # a tree of the same types that fits 256 steps
     gens = [as_generator(0)]
-    spec = zoo_spec(small, opts, None, build_model)
-    run_paths_lanes(model, gens, small.n, small.c, small.gamma, small.theta0,
-                    [stream_layout(small, options["methods"])], small.batch_size, width, spec,
-                    zoo_generators(spec, gens))
+    methods = zoo_methods(options["methods"])
+    specs = [zoo_spec(small, opts, [m], build_model) for m in methods] if alone else [zoo_spec(small, opts, None,
+                                                                                                 build_model)]
+    for spec in specs:
+        run_paths_lanes(model, gens, small.n, small.c, small.gamma, small.theta0,
+                        [stream_layout(small, options["methods"])], small.batch_size, width, spec,
+                        zoo_generators(spec, gens))
 
 
 def write_sweep_maps(out: Path, rows: list[dict]) -> list[str]:

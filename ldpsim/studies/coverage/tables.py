@@ -102,7 +102,9 @@ def render_markdown(rows: list[dict], title: str | None = None) -> str:
     head, body = _layout(rows, lambda method: _MAIN, tex=False)
     parts.append("Coverage and mean length of the confidence intervals (standard errors in brackets).\n")
     parts.append(tabulate(body, head, tablefmt="github", disable_numparse=True) + "\n")
-    diag = sorted(_diagnostic_rows(rows), key=lambda r: [r[k] for k in key_columns(rows)])
+    # a key may be None in some rows (an online model's epsilon without privacy): those sort last
+    diag = sorted(_diagnostic_rows(rows), key=lambda r: [(r[k] is None, 0 if r[k] is None else r[k])
+                                                         for k in key_columns(rows)])
     per_method = _SE_RATIO + (_JOINT if "joint_coverage" in rows[0] else [])
     head, body = _layout(diag, lambda method: _ESTIMATE if method == "theta_bar" else per_method, tex=False)
     parts.append(

@@ -60,11 +60,24 @@ def classic_methods(methods) -> tuple:
     return tuple(m for m in methods if m in CLASSIC_METHODS)
 
 
-def _split_epsilon(setting, options):
-    """OB_split's epsilon per answer; the run's (``None`` or ``inf``) without privacy."""
+def _gdp(setting) -> bool:
+    return getattr(setting, "mechanism", None) == "gdp"
+
+
+def split_setting(setting, options):
+    """OB_split's setting: each of the ``B + 1`` answers at ``epsilon / (B + 1)``, or ``mu / sqrt(B + 1)`` under GDP.
+
+    Sequential composition of ``k`` answers: ``k`` epsilon for pure (and
+    ``(k epsilon, k delta)`` for approximate) DP (Dwork & Roth 2014, Thm 3.16);
+    ``sqrt(k) mu`` for mu-GDP, exactly (Dong, Roth & Su 2022, Cor. 2). Without
+    privacy the setting itself.
+    """
+    answers = options["ob_paths"] + 1
+    if _gdp(setting):
+        return setting if math.isinf(setting.mu) else setting.replace(mu=setting.mu / math.sqrt(answers))
     if setting.epsilon is None or math.isinf(setting.epsilon):
-        return setting.epsilon
-    return setting.epsilon / (options["ob_paths"] + 1)
+        return setting
+    return setting.replace(epsilon=setting.epsilon / answers)
 
 
 def validate_zoo(setting, options) -> None:
@@ -76,10 +89,9 @@ def validate_zoo(setting, options) -> None:
         raise ConfigError(f"batch_size = {setting.batch_size}: the zoo's methods ({', '.join(methods)}) run one "
                           "observation a step; use batch_size = 1")
     boot = [m for m in methods if m in ("OB", "OB_split")]
-    if boot and (getattr(setting, "mechanism", None) == "gdp" or getattr(setting, "budget", None)):
-        raise ConfigError(f"methods {', '.join(boot)} split or multiply an epsilon budget per answer; "
-                          f"mechanism = {setting.mechanism!r}, budget = {getattr(setting, 'budget', None)!r} is "
-                          "not one: use mechanism laplace, gaussian or rr with epsilon")
+    if boot and getattr(setting, "budget", None):
+        raise ConfigError(f"methods {', '.join(boot)} split or multiply a budget per answer; budget = "
+                          f"{setting.budget!r} draws one per user: give epsilon (or mu) instead")
     if "HulC" in methods:
         HulCLayout.build(setting.n, hulc_splits(setting.level, options["hulc_delta"]))
     if "HiGrad" in methods:
@@ -101,7 +113,7 @@ def zoo_spec(setting, options, methods=None, build=None) -> ZooSpec | None:
     hulc = HulCLayout.build(s.n, hulc_splits(s.level, options["hulc_delta"])) if "HulC" in methods else None
     higrad = (HiGradLayout.build(s.n, options["higrad_splits"], options["higrad_threads"], options["higrad_step_ratio"])
               if "HiGrad" in methods else None)
-    split_model = build(s.replace(epsilon=_split_epsilon(s, options))) if "OB_split" in methods else None
+    split_model = build(split_setting(s, options)) if "OB_split" in methods else None
     obm = OBMLayout.build(s.n, s.gamma, options["obm_constant"]) if "OBM" in methods else None
     return ZooSpec(hulc, higrad, "OB" in methods, "OB_split" in methods, int(options["ob_paths"]), split_model, obm,
                    "plugin_oracle" in methods, float(s.theta0))
@@ -197,9 +209,17 @@ def state_floats(method: str, d: int, setting, options) -> int:
     return plugin_state_size(d)
 
 
-def privacy_factor(method: str, options) -> int:
-    """The privacy cost per user as a factor of the run's epsilon (sequential composition of the answers)."""
-    return options["ob_paths"] + 1 if method == "OB" else 1
+def privacy_factor(method: str, options, setting=None) -> float:
+    """The privacy cost per user as a factor of the run's epsilon (of mu under GDP): OB's ``B + 1`` answers compose.
+
+    ``B + 1`` for epsilon (sequential composition), ``sqrt(B + 1)`` for mu-GDP;
+    1 for every other method (OB_split pays its ``B + 1`` answers with a
+    smaller budget each, the rest answer once).
+    """
+    if method != "OB":
+        return 1
+    answers = options["ob_paths"] + 1
+    return math.sqrt(answers) if setting is not None and _gdp(setting) else answers
 
 
 def oracle_length(sigma: np.ndarray, n: int, level: float) -> np.ndarray:
@@ -237,5 +257,6 @@ def nan_seconds(methods) -> np.ndarray:
 
 
 __all__ = ["PATH_METHODS", "Stopwatch", "ZOO_KEYS", "ZOO_KEY_NAMES", "classic_methods", "method_generator",
-           "oracle_length", "privacy_factor", "replication_index", "state_floats", "validate_zoo", "zoo_bounds",
+           "oracle_length", "privacy_factor", "replication_index", "split_setting", "state_floats", "validate_zoo",
+           "zoo_bounds",
            "zoo_generators", "zoo_methods", "zoo_spec"]

@@ -57,7 +57,7 @@ def zoo_rows(config, results: list[dict]) -> list[dict]:
             row = {k: getattr(setting, k) for k in keys}
             row.update(method=method, n=setting.n, reps=int(ok.sum()), n_failed=int((~ok).sum()),
                        coverage=coverage, coverage_se=coverage_se, length_ratio=ratio, length_ratio_se=ratio_se,
-                       privacy_cost=privacy_factor(method, config.options),
+                       privacy_cost=privacy_factor(method, config.options, setting),
                        state_floats=state_floats(method, truth.shape[0], setting, config.options),
                        seconds_per_rep=float(seconds.mean()) if seconds.size else math.nan)
             rows.append(row)
@@ -80,8 +80,8 @@ def render_zoo_markdown(rows: list[dict], title: str | None, level: float | None
     parts = [f"# {title or 'zoo'}: every method on the same streams", ""]
     if level is not None:
         parts += [f"Nominal coverage {level}; +- is one Monte Carlo SE. Length over the oracle's (the interval with "
-                  "the true asymptotic variance). Privacy cost: the epsilon each user spends, as a factor of the "
-                  "run's. State: floats kept per replication beyond the main path's iterate and sum. Time: seconds "
+                  "the true asymptotic variance). Privacy cost: the epsilon (mu under GDP) each user spends, as a "
+                  "factor of the run's, by sequential composition (GDP: sqrt(k) mu for k answers). State: floats kept per replication beyond the main path's iterate and sum. Time: seconds "
                   "per replication, measured in this run (main path included).", ""]
     groups = {}
     for row in rows:
@@ -92,7 +92,7 @@ def render_zoo_markdown(rows: list[dict], title: str | None, level: float | None
         table = [[r["method"], f"{_cell(r['coverage'])} +- {_cell(r['coverage_se'])}",
                   f"{_cell(r['length_ratio'])} +- {_cell(r['length_ratio_se'])}", r["privacy_cost"], r["state_floats"],
                   _cell(r["seconds_per_rep"]), r["reps"], r["n_failed"]] for r in group]
-        parts.append(tabulate(table, headers=["method", "coverage", "length / oracle", "privacy cost (x eps)",
+        parts.append(tabulate(table, headers=["method", "coverage", "length / oracle", "privacy cost (x budget)",
                                               "state (floats)", "s / rep", "reps", "failed"], tablefmt="github"))
         parts.append("")
     return "\n".join(parts)
@@ -133,9 +133,9 @@ def write_zoo_figure(out: Path, rows: list[dict], title: str | None, level: floa
     A pair of panels per combination of the other varied keys (``n``, ``tau``, ...).
     """
     Figure = figure_class(FIGURE)
-    x_key = "epsilon" if "epsilon" in rows[0] else "n"
-    # the mechanism (and an online model's mu) follow epsilon (none at inf): not panels of their own
-    others = [k for k in rows[0] if k not in ZOO_COLUMNS and k not in (x_key, "mechanism", "mu")] + (
+    x_key = next((k for k in ("epsilon", "mu", "n") if k in rows[0]), "n")
+    # the mechanism (and an online model's other budget key) follow the budget (none at inf): no panels of their own
+    others = [k for k in rows[0] if k not in ZOO_COLUMNS and k not in (x_key, "mechanism", "mu", "epsilon")] + (
         ["n"] if x_key != "n" else [])
     groups = {}
     for row in rows:
