@@ -177,7 +177,7 @@ def test_ob_bootstrap_sd_through_the_kernel_matches_the_true_sd():
     ({"batch_size": 2, "methods": ["HulC"]}, r"^batch_size = 2: the zoo's methods \(HulC\) run one observation a step"),
     ({"n": 40, "methods": ["HiGrad"], "higrad_splits": 5}, r"HiGrad"),
     ({"n": 8, "methods": ["HulC"]}, r"^n = 8 is too small for HulC's B = 5 segments"),
-    ({"model": "huber_mallows", "mechanism": "gaussian", "budget": {"uniform": [1, 2]}, "methods": ["OB_split"]},
+    ({"model": "huber_mallows", "mechanism": "gdp", "budget": {"uniform": [1, 2]}, "methods": ["OB_split"]},
      r"^methods OB_split split or multiply a budget per answer"),
     ({"methods": ["OB"], "ob_paths": 1}, r"^ob_paths = 1 is outside"),
     ({"methods": ["OBM"], "gamma": 1.0}, r"OBM"),

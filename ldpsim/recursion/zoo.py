@@ -273,8 +273,7 @@ def _hulc_step(part, gen, obs, i, c, gamma, ratio):
     def impl(part, gen, obs, i, c, gamma, ratio):
         sched = part.sched
         b = sched[0]
-        if b >= part.ends.shape[0]:  # every segment closed (the last ends at n)
-            return
+        # b < B throughout: the last segment ends at n (HulCLayout), so no check
         j = sched[1] + 1  # the step within the segment, its counter restarted at 1
         pow2 = sched[2]
         eta = step_size(j, pow2, part.eta[0], c, gamma, ratio)
