@@ -126,9 +126,10 @@ def test_zoo_methods_leave_the_main_path_and_the_classic_intervals_alone(tmp_pat
     assert all(abs(r["length_ratio"] - 1.0) < 1e-12 for r in oracle)
 
 
-def test_a_zoo_chunk_is_the_same_through_the_twin_and_in_groups():
+@pytest.mark.parametrize("model", ["quantile", pytest.param("quantile_regression", marks=pytest.mark.slow)])
+def test_a_zoo_chunk_is_the_same_through_the_twin_and_in_groups(model):
     study = CoverageStudy()
-    config = resolve({"model": "quantile_regression", "n": 3000, "reps": 3, "seed": 5, "B": 60,
+    config = resolve({"model": model, "n": 3000, "reps": 3, "seed": 5, "B": 60,
                       "level": [0.8, 0.9], "beta": [0.6, 0.7], "methods": ["BB", "SN", "HulC", "OB", "OBM"],
                       "ob_paths": 3})
     settings = list(config.settings)
