@@ -40,6 +40,7 @@ from numba.extending import overload
 from ..engine.jit import JIT_OPTIONS, jit
 from ..engine.lanes import LaneArrayType, lane_array, lane_of
 from ..engine.rng import exponential, local_rng, release_rng
+from ..inference.zoo.bootstrap import perturbed_step
 from ..inference.zoo.higrad import higrad_branch
 from ..inference.zoo.obm import obm_add, obm_recentre
 from ..inference.zoo.plugin import plugin_add
@@ -261,6 +262,30 @@ def _zoo_gradient(zoo, grad):
     return lambda zoo, grad: plugin_gradient(zoo.plugin, grad)
 
 
+def row_step(params, obs, gen, thetas, sums, row, step, grad, point):
+    """Path ``row`` of ``thetas`` answers ``obs`` at its own iterate and steps by ``step``; ``sums[row]`` adds it.
+
+    HiGrad's threads and the online bootstrap's rows (``(rows, d)``);
+    ``grad`` and ``point`` are ``(d,)`` scratch.
+    """
+
+
+@overload(row_step, jit_options=JIT_OPTIONS, inline="always")
+def _row_step(params, obs, gen, thetas, sums, row, step, grad, point):
+    def impl(params, obs, gen, thetas, sums, row, step, grad, point):
+        d = point.shape[0]
+        for q in range(d):
+            point[q] = thetas[row, q]
+            grad[q] = 0.0
+        add_gradient_at(params, obs, point, gen, grad)
+        for q in range(d):
+            x = thetas[row, q] - step * grad[q]
+            thetas[row, q] = x
+            sums[row, q] += x
+
+    return impl
+
+
 def hulc_step(part, gen, obs, i, c, gamma, ratio):
     pass
 
@@ -285,10 +310,7 @@ def _hulc_step(part, gen, obs, i, c, gamma, ratio):
         for q in range(d):
             grad[q] = 0.0
         add_gradient_at(part.params, obs, theta, gen, grad)
-        for q in range(d):
-            x = theta[q] - eta * grad[q]
-            theta[q] = x
-            acc[q] += x
+        perturbed_step(theta, acc, grad, eta)  # theta -= eta grad, acc += theta
         if i == part.ends[b]:  # the segment closes: its average, and a fresh path for the next
             for q in range(d):
                 part.averages[b, q] = acc[q] / j
@@ -327,19 +349,11 @@ def _higrad_step(part, gen, obs, i, c, gamma, ratio):
             if s == pow2:
                 sched[3] = pow2 * 2
             sched[2] = s
-        eta = part.eta[0]
-        thetas, sums, grad, point = part.thetas, part.sums, part.grad, part.point
-        d = point.shape[0]
-        for q in range(d):
-            point[q] = thetas[t, q]
-            grad[q] = 0.0
-        add_gradient_at(part.params, obs, point, gen, grad)
-        for q in range(d):
-            x = thetas[t, q] - eta * grad[q]
-            thetas[t, q] = x
-            sums[t, q] += x
+        thetas, sums = part.thetas, part.sums
+        row_step(part.params, obs, gen, thetas, sums, t, part.eta[0], part.grad, part.point)
         o += 1
         if i == part.level_end[k]:  # the level closes: its node averages, then its threads branch
+            d = part.point.shape[0]
             length = part.lengths[k]
             first = part.node_first[k]
             for th in range(count):
@@ -370,18 +384,8 @@ def _boot_step(part, gen, obs, eta):
         weights = part.weights
         for b in range(part.first, weights.shape[0]):
             weights[b] = exponential(gen)
-        thetas, sums, grad, point = part.thetas, part.sums, part.grad, part.point
-        d = point.shape[0]
-        for b in range(thetas.shape[0]):
-            step = eta * weights[b]
-            for q in range(d):
-                point[q] = thetas[b, q]
-                grad[q] = 0.0
-            add_gradient_at(part.params, obs, point, gen, grad)
-            for q in range(d):
-                x = thetas[b, q] - step * grad[q]
-                thetas[b, q] = x
-                sums[b, q] += x
+        for b in range(part.thetas.shape[0]):
+            row_step(part.params, obs, gen, part.thetas, part.sums, b, eta * weights[b], part.grad, part.point)
 
     return impl
 
