@@ -65,8 +65,17 @@ JIT_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy"}
 INLINE_OPTIONS = {**JIT_OPTIONS, "inline": "always"}
 
 
-def jit(func=None, *, inline=False):
-    """Compile ``func`` with :data:`JIT_OPTIONS` (or :data:`INLINE_OPTIONS`).
+#: Options of functions that a kernel calls at every step with records of arrays (the method zoo's
+#: steps, :mod:`ldpsim.recursion.zoo`). Compiled without numba's runtime they only borrow the
+#: arrays, which their caller holds: reading a record's array otherwise costs an atomic increment
+#: and decrement of its reference count, and numba's pruning of those pairs fails once a branch
+#: lies between them (a hook that reads 14 arrays ran at 14x its random numbers' cost). Such a
+#: function cannot allocate.
+BORROW_OPTIONS = {**JIT_OPTIONS, "_nrt": False}
+
+
+def jit(func=None, *, inline=False, borrow=False):
+    """Compile ``func`` with :data:`JIT_OPTIONS` (or :data:`INLINE_OPTIONS`, :data:`BORROW_OPTIONS`).
 
     Parameters
     ----------
@@ -75,6 +84,9 @@ def jit(func=None, *, inline=False):
     inline : bool
         Inline the function into its jitted callers (use for helpers that
         take the generator).
+    borrow : bool
+        Compile without numba's runtime (for functions called at every
+        step with records of arrays that they only read and write).
 
     Returns
     -------
@@ -83,13 +95,13 @@ def jit(func=None, *, inline=False):
         :data:`DISABLED`, ``func`` itself (its ``.py_func`` is itself).
     """
     if func is None:
-        return lambda f: jit(f, inline=inline)
+        return lambda f: jit(f, inline=inline, borrow=borrow)
     if DISABLED:
         # NUMBA_DISABLE_JIT=1 (how numba code is debugged) makes njit return the function itself;
         # twins and the generator's slow paths reach the Python original as .py_func either way
         func.py_func = func
         return func
-    return numba.njit(**(INLINE_OPTIONS if inline else JIT_OPTIONS))(func)
+    return numba.njit(**(INLINE_OPTIONS if inline else BORROW_OPTIONS if borrow else JIT_OPTIONS))(func)
 
 
 def dual(func=None, *, inline=False):

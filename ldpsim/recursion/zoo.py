@@ -40,10 +40,10 @@ from numba.extending import overload
 from ..engine.jit import JIT_OPTIONS, jit
 from ..engine.lanes import LaneArrayType, lane_array, lane_of
 from ..engine.rng import exponential, local_rng, release_rng
-from ..inference.zoo.bootstrap import perturbed_step
+from ..inference.zoo.bootstrap import perturbed_step_d
 from ..inference.zoo.higrad import higrad_branch
-from ..inference.zoo.obm import obm_add, obm_recentre
-from ..inference.zoo.plugin import plugin_add
+from ..inference.zoo.obm import obm_add_d, obm_recentre
+from ..inference.zoo.plugin import plugin_add_d
 from ..models import add_gradient_at
 from ..models.base import sharing_observation
 from .steps import step_size
@@ -56,7 +56,7 @@ class HulCPaths(NamedTuple):
     """HulC's segment paths: the open segment's iterate and sum, the closed segments' averages.
 
     ``sched`` (shared by the lanes): ``[segment, step in it, pow2 of its step counter]``;
-    ``eta`` its step size. ``theta``, ``acc``, ``grad``, ``point``: ``(d,)``; ``averages`` ``(B, d)``.
+    ``eta`` its step size. ``theta``, ``acc``, ``grad`` (zero between steps): ``(d,)``; ``averages`` ``(B, d)``.
     """
 
     rng: object
@@ -74,7 +74,7 @@ class HulCPaths(NamedTuple):
 class HiGradPaths(NamedTuple):
     """HiGrad's threads. Level ``k`` spans observations ``level_end[k - 1] + 1 .. level_end[k]``.
 
-    ``sched`` (shared): ``[level, observations into it, step index of its chain, pow2 of that index]``;
+    ``sched`` (shared): ``[level, thread of the next observation, step index of its chain, pow2 of that index]``;
     ``eta`` the chain's step size. ``thetas``, ``sums``: ``(T, d)`` (the first ``threads[k]`` rows in
     use); ``nodes`` ``(nodes, d)`` the node averages; ``grad``, ``point`` ``(d,)`` scratch.
     """
@@ -134,7 +134,13 @@ class PluginState(NamedTuple):
 
 
 class ZooPaths(NamedTuple):
-    """What the zoo's methods of a run stream beside the main path; ``None`` for a method not asked for."""
+    """What the zoo's methods of a run stream beside the main path; ``None`` for a method not asked for.
+
+    ``dim``: the paths' dimension ``d``, or ``None`` for ``d = 1``, which the
+    hooks then know when they compile: a loop over ``range(d)`` whose length
+    LLVM cannot see is vectorized with runtime checks, and at one lane such
+    loops made HiGrad's step 40 times slower.
+    """
 
     hulc: object
     higrad: object
@@ -142,6 +148,7 @@ class ZooPaths(NamedTuple):
     ob_split: object
     obm: object
     plugin: object
+    dim: object
 
 
 # --- in the kernels --------------------------------------------------------------------
@@ -163,16 +170,16 @@ def zoo_end(zoo, gens):
     """Write the methods' generators back."""
 
 
-def zoo_gradient(zoo, grad):
-    """The main path's privatized gradient (a number for scalar models, ``(d,)`` otherwise), before its step."""
+def _gradient(zoo, grad):
+    """:func:`zoo_gradient`'s body, inlined (a part that is ``None`` compiles away)."""
 
 
-def zoo_observe(zoo, gens, obs, i, eta, c, gamma, ratio):
-    """Step ``i`` of the paths of their own on observation ``obs`` (``eta`` the main path's step size)."""
+def _observe(zoo, gens, obs, i, eta, c, gamma, ratio):
+    """:func:`zoo_observe`'s body, inlined."""
 
 
-def zoo_main(zoo, i, theta):
-    """The main path's iterate after step ``i`` (a number for scalar models, ``(d,)`` otherwise): OBM's sums."""
+def _main(zoo, i, theta):
+    """:func:`zoo_main`'s body, inlined."""
 
 
 def zoo_recentre(zoo, fi):
@@ -239,30 +246,41 @@ def _set_point(point, value):
     return one
 
 
-def plugin_gradient(part, grad):
+def dimension(dim):
+    """The paths' dimension from :attr:`ZooPaths.dim`: a constant 1 for ``None``."""
+
+
+@overload(dimension, jit_options=JIT_OPTIONS, inline="always")
+def _dimension(dim):
+    if _none(dim):
+        return lambda dim: 1
+    return lambda dim: dim
+
+
+def plugin_gradient(part, d, grad):
     pass
 
 
 @overload(plugin_gradient, jit_options=JIT_OPTIONS, inline="always")
-def _plugin_gradient(part, grad):
+def _plugin_gradient(part, d, grad):
     if _none(part):
-        return lambda part, grad: None
+        return lambda part, d, grad: None
 
-    def impl(part, grad):
+    def impl(part, d, grad):
         set_point(part.point, grad)
-        plugin_add(part.smat, part.point)
+        plugin_add_d(part.smat, part.point, d)
 
     return impl
 
 
-@overload(zoo_gradient, jit_options=JIT_OPTIONS, inline="always")
+@overload(_gradient, jit_options=JIT_OPTIONS, inline="always")
 def _zoo_gradient(zoo, grad):
     if _none(zoo):
         return lambda zoo, grad: None
-    return lambda zoo, grad: plugin_gradient(zoo.plugin, grad)
+    return lambda zoo, grad: plugin_gradient(zoo.plugin, dimension(zoo.dim), grad)
 
 
-def row_step(params, obs, gen, thetas, sums, row, step, grad, point):
+def row_step(params, obs, gen, thetas, sums, row, step, grad, point, d):
     """Path ``row`` of ``thetas`` answers ``obs`` at its own iterate and steps by ``step``; ``sums[row]`` adds it.
 
     HiGrad's threads and the online bootstrap's rows (``(rows, d)``);
@@ -271,9 +289,8 @@ def row_step(params, obs, gen, thetas, sums, row, step, grad, point):
 
 
 @overload(row_step, jit_options=JIT_OPTIONS, inline="always")
-def _row_step(params, obs, gen, thetas, sums, row, step, grad, point):
-    def impl(params, obs, gen, thetas, sums, row, step, grad, point):
-        d = point.shape[0]
+def _row_step(params, obs, gen, thetas, sums, row, step, grad, point, d):
+    def impl(params, obs, gen, thetas, sums, row, step, grad, point, d):
         for q in range(d):
             point[q] = thetas[row, q]
             grad[q] = 0.0
@@ -286,16 +303,16 @@ def _row_step(params, obs, gen, thetas, sums, row, step, grad, point):
     return impl
 
 
-def hulc_step(part, gen, obs, i, c, gamma, ratio):
+def hulc_step(part, d, gen, obs, i, c, gamma, ratio):
     pass
 
 
 @overload(hulc_step, jit_options=JIT_OPTIONS, inline="always")
-def _hulc_step(part, gen, obs, i, c, gamma, ratio):
+def _hulc_step(part, d, gen, obs, i, c, gamma, ratio):
     if _none(part):
-        return lambda part, gen, obs, i, c, gamma, ratio: None
+        return lambda part, d, gen, obs, i, c, gamma, ratio: None
 
-    def impl(part, gen, obs, i, c, gamma, ratio):
+    def impl(part, d, gen, obs, i, c, gamma, ratio):
         sched = part.sched
         b = sched[0]
         # b < B throughout: the last segment ends at n (HulCLayout), so no check
@@ -306,16 +323,12 @@ def _hulc_step(part, gen, obs, i, c, gamma, ratio):
             pow2 *= 2
         part.eta[0] = eta
         theta, acc, grad = part.theta, part.acc, part.grad
-        d = theta.shape[0]
+        add_gradient_at(part.params, obs, theta, gen, grad)
+        perturbed_step_d(theta, acc, grad, eta, d)  # theta -= eta grad, acc += theta
         for q in range(d):
             grad[q] = 0.0
-        add_gradient_at(part.params, obs, theta, gen, grad)
-        perturbed_step(theta, acc, grad, eta)  # theta -= eta grad, acc += theta
         if i == part.ends[b]:  # the segment closes: its average, and a fresh path for the next
-            for q in range(d):
-                part.averages[b, q] = acc[q] / j
-                acc[q] = 0.0
-                theta[q] = part.theta0
+            _hulc_close(part.averages, acc, theta, b, j, part.theta0)
             sched[0] = b + 1
             j = 0
             pow2 = 1
@@ -325,23 +338,30 @@ def _hulc_step(part, gen, obs, i, c, gamma, ratio):
     return impl
 
 
-def higrad_step(part, gen, obs, i, c, gamma, ratio):
+@jit(borrow=True)
+def _hulc_close(averages, acc, theta, b, j, theta0):
+    # out of the step's line (B times a pass), so that LLVM inlines the step into the kernel
+    for q in range(theta.shape[0]):
+        averages[b, q] = acc[q] / j
+        acc[q] = 0.0
+        theta[q] = theta0
+
+
+def higrad_step(part, d, gen, obs, i, c, gamma, ratio):
     pass
 
 
 @overload(higrad_step, jit_options=JIT_OPTIONS, inline="always")
-def _higrad_step(part, gen, obs, i, c, gamma, ratio):
+def _higrad_step(part, d, gen, obs, i, c, gamma, ratio):
     if _none(part):
-        return lambda part, gen, obs, i, c, gamma, ratio: None
+        return lambda part, d, gen, obs, i, c, gamma, ratio: None
 
-    def impl(part, gen, obs, i, c, gamma, ratio):
+    def impl(part, d, gen, obs, i, c, gamma, ratio):
         sched = part.sched
         k = sched[0]
         if k >= part.level_end.shape[0]:  # the tree is done: later observations are not its
             return
-        count = part.threads[k]
-        o = sched[1]  # observations already taken in level k
-        t = o % count  # the thread of this observation
+        t = sched[1]  # the thread of this observation: level k's threads take the observations in turn
         if t == 0:  # a new round: the chain's next step size
             s = sched[2] + 1
             pow2 = sched[3]
@@ -350,85 +370,93 @@ def _higrad_step(part, gen, obs, i, c, gamma, ratio):
                 sched[3] = pow2 * 2
             sched[2] = s
         thetas, sums = part.thetas, part.sums
-        row_step(part.params, obs, gen, thetas, sums, t, part.eta[0], part.grad, part.point)
-        o += 1
+        row_step(part.params, obs, gen, thetas, sums, t, part.eta[0], part.grad, part.point, d)
+        count = part.threads[k]
+        t += 1
+        if t == count:
+            t = 0
         if i == part.level_end[k]:  # the level closes: its node averages, then its threads branch
-            d = part.point.shape[0]
-            length = part.lengths[k]
-            first = part.node_first[k]
-            for th in range(count):
-                for q in range(d):
-                    part.nodes[first + th, q] = sums[th, q] / length
-                    sums[th, q] = 0.0
-            if k + 1 < part.level_end.shape[0]:
-                higrad_branch(thetas, count, part.fans[k + 1])
+            _higrad_close(part.nodes, sums, thetas, part.node_first[k], count, part.lengths[k],
+                          part.fans[k + 1] if k + 1 < part.level_end.shape[0] else 0)
             sched[0] = k + 1
-            o = 0
-        sched[1] = o
+            t = 0
+        sched[1] = t
 
     return impl
 
 
-def boot_step(part, gen, obs, eta):
+@jit(borrow=True)
+def _higrad_close(nodes, sums, thetas, first, count, length, fan):
+    # out of the step's line (once a level): the level's node averages, then its threads branch (fan 0: last level)
+    for th in range(count):
+        for q in range(nodes.shape[1]):
+            nodes[first + th, q] = sums[th, q] / length
+            sums[th, q] = 0.0
+    if fan > 0:
+        higrad_branch(thetas, count, fan)
+
+
+def boot_step(part, d, gen, obs, eta):
     pass
 
 
 @overload(boot_step, jit_options=JIT_OPTIONS, inline="always")
-def _boot_step(part, gen, obs, eta):
+def _boot_step(part, d, gen, obs, eta):
     if _none(part):
-        return lambda part, gen, obs, eta: None
+        return lambda part, d, gen, obs, eta: None
 
-    def impl(part, gen, obs, eta):
+    def impl(part, d, gen, obs, eta):
         # the step's weights W ~ exponential(1) first, one per perturbed row (rows before first, OB_split's own
         # main path, keep weight 1); then each row's answer at its own iterate
         weights = part.weights
         for b in range(part.first, weights.shape[0]):
             weights[b] = exponential(gen)
         for b in range(part.thetas.shape[0]):
-            row_step(part.params, obs, gen, part.thetas, part.sums, b, eta * weights[b], part.grad, part.point)
+            row_step(part.params, obs, gen, part.thetas, part.sums, b, eta * weights[b], part.grad, part.point, d)
 
     return impl
 
 
-def obm_step(part, i, theta):
+def obm_step(part, d, i, theta):
     pass
 
 
 @overload(obm_step, jit_options=JIT_OPTIONS, inline="always")
-def _obm_step(part, i, theta):
+def _obm_step(part, d, i, theta):
     if _none(part):
-        return lambda part, i, theta: None
+        return lambda part, d, i, theta: None
 
-    def impl(part, i, theta):
+    def impl(part, d, i, theta):
         k = part.sched[0]
         new = k < part.starts.shape[0] and part.starts[k] == i
         if new:
             part.sched[0] = k + 1
         set_point(part.point, theta)
-        obm_add(part.point, new, part.vec, part.mat, part.sc)
+        obm_add_d(part.point, new, part.vec, part.mat, part.sc, d)
 
     return impl
 
 
-@overload(zoo_observe, jit_options=JIT_OPTIONS, inline="always")
+@overload(_observe, jit_options=JIT_OPTIONS, inline="always")
 def _zoo_observe(zoo, gens, obs, i, eta, c, gamma, ratio):
     if _none(zoo):
         return lambda zoo, gens, obs, i, eta, c, gamma, ratio: None
 
     def impl(zoo, gens, obs, i, eta, c, gamma, ratio):
-        hulc_step(zoo.hulc, gens[0], obs, i, c, gamma, ratio)
-        higrad_step(zoo.higrad, gens[1], obs, i, c, gamma, ratio)
-        boot_step(zoo.ob, gens[2], obs, eta)
-        boot_step(zoo.ob_split, gens[3], obs, eta)
+        d = dimension(zoo.dim)
+        hulc_step(zoo.hulc, d, gens[0], obs, i, c, gamma, ratio)
+        higrad_step(zoo.higrad, d, gens[1], obs, i, c, gamma, ratio)
+        boot_step(zoo.ob, d, gens[2], obs, eta)
+        boot_step(zoo.ob_split, d, gens[3], obs, eta)
 
     return impl
 
 
-@overload(zoo_main, jit_options=JIT_OPTIONS, inline="always")
+@overload(_main, jit_options=JIT_OPTIONS, inline="always")
 def _zoo_main(zoo, i, theta):
     if _none(zoo):
         return lambda zoo, i, theta: None
-    return lambda zoo, i, theta: obm_step(zoo.obm, i, theta)
+    return lambda zoo, i, theta: obm_step(zoo.obm, dimension(zoo.dim), i, theta)
 
 
 def obm_centre(part, fi):
@@ -451,6 +479,30 @@ def _zoo_recentre(zoo, fi):
     if _none(zoo):
         return lambda zoo, fi: None
     return lambda zoo, fi: obm_centre(zoo.obm, fi)
+
+
+# The kernels call these at every step: out-of-line functions that borrow their arrays
+# (ldpsim.engine.jit.BORROW_OPTIONS). The hooks read a dozen arrays from their records, and the atomic
+# reference counts of those reads, in a kernel compiled with numba's runtime, cost more than a step of HulC.
+# The kernel passes its own argument: an inlined shim would bind it to a new variable, and count again.
+
+
+@jit(borrow=True)
+def zoo_observe(zoo, gens, obs, i, eta, c, gamma, ratio):
+    """Step ``i`` of the paths of their own on observation ``obs`` (``eta`` the main path's step size)."""
+    _observe(zoo, gens, obs, i, eta, c, gamma, ratio)
+
+
+@jit(borrow=True)
+def zoo_gradient(zoo, grad):
+    """The main path's privatized gradient (a number for scalar models, ``(d,)`` otherwise), before its step."""
+    _gradient(zoo, grad)
+
+
+@jit(borrow=True)
+def zoo_main(zoo, i, theta):
+    """The main path's iterate after step ``i`` (a number for scalar models, ``(d,)`` otherwise): OBM's sums."""
+    _main(zoo, i, theta)
 
 
 # --- the Python side -------------------------------------------------------------------
@@ -517,7 +569,7 @@ def build_zoo(spec: ZooSpec, params, d: int, rngs: dict, lanes: int) -> ZooPaths
         obm = OBMState(spec.obm.starts, np.zeros(1, dtype=np.int64), vec, arr((d, d)), arr(3), arr(d))
     if spec.plugin:
         plugin = PluginState(arr((d, d)), arr(d))
-    return ZooPaths(hulc, higrad, ob, ob_split, obm, plugin)
+    return ZooPaths(hulc, higrad, ob, ob_split, obm, plugin, None if d == 1 else int(d))
 
 
 def zoo_arrays(zoo: ZooPaths, lane: int) -> dict:

@@ -41,7 +41,13 @@ def perturbed_step(theta, acc, grad, step):
 
     ``step = eta_i * W_{i,b}``; ``grad`` is the path's (privatized) gradient at its own ``theta``.
     """
-    for q in range(theta.shape[0]):
+    perturbed_step_d(theta, acc, grad, step, theta.shape[0])
+
+
+@jit(inline=True)
+def perturbed_step_d(theta, acc, grad, step, d):
+    """:func:`perturbed_step` with the dimension ``d`` given (a constant 1 leaves no loop for LLVM to vectorize)."""
+    for q in range(d):
         x = theta[q] - step * grad[q]
         theta[q] = x
         acc[q] += x

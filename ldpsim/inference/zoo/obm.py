@@ -114,7 +114,12 @@ def obm_add(theta, new_batch, vec, mat, sc):
     ``l`` restarts at 1 (``W = y``) or grows by one (``W += y``), ``y = theta - ref``;
     then ``YSUM += y``, ``P += l W``, ``V += W W'`` (upper triangle), ``q += l^2``, ``v += l``.
     """
-    d = theta.shape[0]
+    obm_add_d(theta, new_batch, vec, mat, sc, theta.shape[0])
+
+
+@jit(inline=True)
+def obm_add_d(theta, new_batch, vec, mat, sc, d):
+    """:func:`obm_add` with the dimension ``d`` given (a constant 1 leaves no loop for LLVM to vectorize)."""
     if new_batch:
         length = 1.0
     else:

@@ -24,7 +24,12 @@ from .common import symmetric_from_upper
 @jit(inline=True)
 def plugin_add(smat, grad):
     """``S += g g'`` for one privatized gradient ``g`` ``(d,)``, upper triangle of ``smat`` ``(d, d)``, in place."""
-    d = grad.shape[0]
+    plugin_add_d(smat, grad, grad.shape[0])
+
+
+@jit(inline=True)
+def plugin_add_d(smat, grad, d):
+    """:func:`plugin_add` with the dimension ``d`` given (a constant 1 leaves no loop for LLVM to vectorize)."""
     for a in range(d):
         ga = grad[a]
         for b in range(a, d):
