@@ -9,7 +9,7 @@ paths, each a weight ``W ~ exponential(1)`` and an answer; OB_split also its
 own main path's answer). The ratio pass / floor says how close a method runs
 to the cost of its random numbers; issue 20 asks the slowest within 3x.
 
-    python scripts/bench_zoo.py [--n 200000] [--paths 100] [--repeats 3] [--model quantile|quantile_regression]
+    python scripts/bench_zoo.py [--n 200000] [--paths 100] [--repeats 3] [--model quantile|quantile_regression] [--lanes L]
 
 Ratios are taken in one run; they differ between machines: the script prints
 the CPU and the load with them.
@@ -78,9 +78,9 @@ def qr_floor(main, other, n, d, weights, answers, out):
     out[0] = s
 
 
-def gens(seed, code=0):
+def gens(seed, code=0, lanes=LANES):
     return [np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(j, code))))
-            for j in range(LANES)]
+            for j in range(lanes)]
 
 
 def spec_for(method, split, n, paths):
@@ -102,7 +102,9 @@ def main(argv=None):
     parser.add_argument("--paths", type=int, default=100, help="OB's perturbed paths B")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--model", default="quantile", choices=("quantile", "quantile_regression"))
+    parser.add_argument("--lanes", type=int, default=LANES, help=f"replications per kernel call (default {LANES})")
     args = parser.parse_args(argv)
+    lanes = args.lanes
     n = int(args.n)
     if args.model == "quantile":
         model, split = QuantileModel(0.5, EPSILON), QuantileModel(0.5, EPSILON / (args.paths + 1))
@@ -110,21 +112,21 @@ def main(argv=None):
         model = QuantileRegressionModel(0.5, epsilon=EPSILON)
         split = QuantileRegressionModel(0.5, epsilon=EPSILON / (args.paths + 1))
     layouts = [StreamLayout.build(n, 0.75, GAMMA, blocks=False, batches=False)]
-    out = lane_array(1, LANES)
+    out = lane_array(1, lanes)
 
     def kernel(method, seed, steps=n):
         spec = None if method == "main" else spec_for(method, split, steps, args.paths)
-        g = gens(seed)
-        zoo_gens = None if spec is None else {m: gens(seed, STREAM_CODES[m]) for m in STREAM_CODES}
+        g = gens(seed, lanes=lanes)
+        zoo_gens = None if spec is None else {m: gens(seed, STREAM_CODES[m], lanes) for m in STREAM_CODES}
         lays = layouts if steps == n else [StreamLayout.build(steps, 0.75, GAMMA, blocks=False, batches=False)]
-        run_paths_lanes(model, g, steps, C, GAMMA, THETA0, lays, 1, LANES, spec, zoo_gens)
+        run_paths_lanes(model, g, steps, C, GAMMA, THETA0, lays, 1, lanes, spec, zoo_gens)
 
     def floor(method, seed, steps=n):
         w, a = draws(method, args.paths)
         if args.model == "quantile":
-            quantile_floor(kernel_rngs(gens(seed)), kernel_rngs(gens(seed, 9)), steps, w, a, out)
+            quantile_floor(kernel_rngs(gens(seed, 0, lanes)), kernel_rngs(gens(seed, 9, lanes)), steps, w, a, out)
         else:
-            qr_floor(kernel_rngs(gens(seed)), kernel_rngs(gens(seed, 9)), steps, model.dim, w, a, out)
+            qr_floor(kernel_rngs(gens(seed, 0, lanes)), kernel_rngs(gens(seed, 9, lanes)), steps, model.dim, w, a, out)
 
     methods = ["main", *ZOO_METHODS]
     for m in methods:  # compile (or load) first
@@ -136,7 +138,7 @@ def main(argv=None):
             for what, func in (("pass", kernel), ("floor", floor)):
                 start = time.perf_counter()
                 func(m, 100 + rep)
-                times[m][what].append((time.perf_counter() - start) / (n * LANES) * 1e9)
+                times[m][what].append((time.perf_counter() - start) / (n * lanes) * 1e9)
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as fh:
@@ -144,7 +146,7 @@ def main(argv=None):
     except (OSError, StopIteration):
         pass
     print(f"machine: {cpu}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; model {args.model}, epsilon "
-          f"{EPSILON}, n = {n}, B = {args.paths}, {LANES} lanes; median of {args.repeats}, ns per replication-step")
+          f"{EPSILON}, n = {n}, B = {args.paths}, {lanes} lanes; median of {args.repeats}, ns per replication-step")
     print(f"{'method':15s} {'pass':>10s} {'floor':>10s} {'pass/floor':>11s}")
     worst = ("", 0.0)
     for m in methods:
