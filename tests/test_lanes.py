@@ -399,6 +399,13 @@ COMMITTED = sorted(p for p in (ROOT / "configs").glob("*.yaml") if not p.name.st
 @pytest.mark.parametrize("path", COMMITTED, ids=[p.stem for p in COMMITTED])
 def test_every_committed_config_gives_the_same_tables_at_1_2_4_and_8_lanes(path):
     config = _small_config(path)
-    one = ldpsim.run(config, n_jobs=1, progress=False, lanes=1).tables
+
+    def tables(lanes):
+        # the zoo table's seconds_per_rep is a clock reading, different in every run: everything else must agree
+        out = ldpsim.run(config, n_jobs=1, progress=False, lanes=lanes).tables
+        return {name: [{k: v for k, v in row.items() if k != "seconds_per_rep"} for row in rows]
+                for name, rows in out.items()}
+
+    one = tables(1)
     for lanes in (2, 4, 8):
-        assert ldpsim.run(config, n_jobs=1, progress=False, lanes=lanes).tables == one, lanes
+        assert tables(lanes) == one, lanes
