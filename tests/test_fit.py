@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import ldpsim
+from ldpsim.inference.critical_values import random_scaling_critical_value
 from ldpsim.inference.intervals import normal_quantile
 from ldpsim.studies.dpsgd.fit import fit
 
@@ -20,7 +21,7 @@ def _write(path, text):
     return path
 
 
-def _data(tmp_path, n=400, seed=0, name="d.csv", logistic=False):
+def _data(tmp_path, n=2000, seed=0, name="d.csv", logistic=False):
     g = np.random.default_rng(seed)
     x1, x2 = g.normal(50, 10, n), g.exponential(3, n)
     if logistic:
@@ -46,8 +47,9 @@ def _recomposed(result):
             rdp.compose(step, part["steps"])
         elif part["what"] == "moments":  # A~ and S~: Gaussian mechanisms, mu together
             rdp.compose(dpa.GaussianDpEvent(1.0 / part["mu"]))
-        else:  # 2 histograms a column, l2 sensitivity sqrt(2), noise SD noise_sd per count
-            rdp.compose(dpa.GaussianDpEvent(part["noise_sd"] / math.sqrt(2.0)), 2 * part["columns"])
+        else:  # 3 histograms a column, l2 sensitivity sqrt(2), noise SD noise_sd per count
+            assert part["histograms"] == 3 * part["columns"]
+            rdp.compose(dpa.GaussianDpEvent(part["noise_sd"] / math.sqrt(2.0)), part["histograms"])
     return rdp.get_epsilon(result.delta)
 
 
@@ -67,15 +69,23 @@ def test_the_default_guarantee_covers_the_whole_release(tmp_path):
 
 def test_public_bounds_spend_nothing_and_nonprivate_scaling_says_so(tmp_path):
     data = _data(tmp_path)
-    bounded = fit(data, "linear", "y", epsilon=2.0, bounds=["x1=0:100", "x2=0:40", "y=-20:30"], **QUICK)
+    bounded = fit(data, "linear", "y", epsilon=2.0, bounds=["x1=20:80", "x2=0:15", "y=-5:15"], **QUICK)
     assert {p["what"] for p in bounded.releases} == {"path", "moments"}
     assert "Scaled by the public bounds given: x1, x2, y" in bounded.render()
     assert 0.99 * 2.0 <= _recomposed(bounded) <= 2.0
     loose = fit(data, "linear", "y", epsilon=2.0, scaling="nonprivate", **QUICK)
-    assert not loose.private and loose.render().startswith("DP-SGD") and "NOT private: the columns were scaled" \
-        in loose.render()
-    same = fit(data, "linear", "y", epsilon=2.0, scaling="none", **QUICK)
+    # what the guarantee does not cover opens the output (issue 32: it came after the table)
+    assert not loose.private and loose.render().startswith("NOT private: the columns were scaled")
+    g = np.random.default_rng(1)
+    unit = _write(tmp_path / "unit.csv", "y,x1,x2\n" + "".join(
+        f"{1 + a - b + g.normal()},{a},{b}\n" for a, b in zip(g.normal(size=2000), g.normal(size=2000))))
+    same = fit(unit, "linear", "y", epsilon=2.0, scaling="none", **QUICK)
     assert "Scaling: none" in same.render()
+    # x1 ~ N(50, 10) used as it is: its mean dwarfs its spread, and along the flattest direction of A~ the path
+    # cannot forget its start in T = n^1.2 steps (its intervals excluded the truth in 3 of 6 seeds)
+    with pytest.raises(ldpsim.ConfigError, match=r"^the path cannot forget its start along its flattest direction "
+                                                 r"in T = 9,146 steps: c lambda sum_t t\^-gamma = 3\.57 < 10"):
+        fit(data, "linear", "y", epsilon=2.0, scaling="none", **QUICK)
 
 
 def test_the_clt_accountant_is_labelled_an_approximation(tmp_path):
@@ -92,9 +102,10 @@ def test_the_mu_budget_is_read_at_delta(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("y,a\n" + "1,2\n" * 3, r"^data\.csv has 3 rows; 2 coefficients need at least 15$"),
-    ("y,a\n1,x\n" + "1,2\n" * 20, r"^column 'a' has a non-numeric value 'x' in row 2 of data\.csv$"),
-    ("y,a\n1,\n" + "1,2\n" * 20, r"^column 'a' has an empty value in row 2 of data\.csv$"),
-    ("y,a\n" + "".join(f"{i},3\n" for i in range(20)), r"^column 'a' is constant \(3 in every row\)"),
+    ("y,a\n1,x\n" + "1,2\n" * 20, r"^column 'a' of data\.csv has a value that is not a decimal number .*\(--show-"
+                                   r"values shows where\)$"),
+    ("y,a\n1,\n" + "1,2\n" * 20, r"^column 'a' of data\.csv has an empty value \(--show-values shows where\)$"),
+    ("y,a\n" + "".join(f"{i},3\n" for i in range(20)), r"^column 'a' is constant \(one value in every row\)"),
     ("z,a\n" + "1,2\n" * 20, r"^response = 'y' is not a column of data\.csv; columns: z, a$"),
     ("y,a,a\n" + "1,2,3\n" * 20, r"^data\.csv has two columns named 'a': rename one$"),
 ])
@@ -107,7 +118,8 @@ def test_fit_missing_covariate_and_bad_logistic_response(tmp_path):
     data = _write(tmp_path / "data.csv", "y,a,b\n" + "".join(f"{i % 3},{i},{i * i % 7}\n" for i in range(30)))
     with pytest.raises(ldpsim.ConfigError, match=r"^covariate 'c' is not a column of data\.csv"):
         fit(data, "linear", "y", ["a", "c"], epsilon=1.0, seed=1)
-    with pytest.raises(ldpsim.ConfigError, match=r"^response 'y' must be 0 or 1 for the logistic model; row 4 has 2$"):
+    with pytest.raises(ldpsim.ConfigError, match=r"^response 'y' must be 0 or 1 for the logistic model; 10 rows are "
+                                                 r"not"):
         fit(data, "logistic", "y", epsilon=1.0, seed=1)
     with pytest.raises(ldpsim.ConfigError, match=r"^data file '.*nope\.csv' not found$"):
         fit(tmp_path / "nope.csv", "linear", "y", epsilon=1.0)
@@ -161,13 +173,16 @@ def test_settings_and_data_no_interval_can_describe_are_one_line(tmp_path, make,
 
 def test_a_covariate_near_the_largest_float_is_scaled_without_a_warning(tmp_path):
     g = np.random.default_rng(5)
-    x = g.normal(1e300, 1e299, 300)
+    x = g.normal(1e300, 1e299, 2000)
     rows = "".join(f"{2 + 0.5 * (v / 1e300 - 1) + g.normal()},{float(v)!r}\n" for v in x)
     data = _write(tmp_path / "big.csv", "y,x\n" + rows)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy's overflow warnings would be errors
         result = fit(data, "linear", "y", epsilon=3.0, **QUICK)
-    assert np.isfinite(result.estimate).all() and (result.intervals["plug-in"][:, 1] > result.intervals["plug-in"][:, 0]).all()
+    # issue 32: values beyond 2^500 were clipped by the old grid (slopes off by 1e149 with tight intervals); the
+    # slope is 0.5 / 1e300, its SE about 4e-301 here (x's SD is a tenth of its level)
+    for bounds in result.intervals.values():
+        assert bounds[1, 0] < 5e-301 < bounds[1, 1] and bounds[1, 1] - bounds[1, 0] < 5e-300
     with pytest.raises(ldpsim.ConfigError, match=r"^column 'x' holds values beyond 1e\+150"):
         fit(data, "linear", "y", epsilon=3.0, scaling="none", **QUICK)
 
@@ -177,7 +192,8 @@ def test_a_covariate_near_the_largest_float_is_scaled_without_a_warning(tmp_path
 def test_fit_on_real_data_agrees_with_statsmodels(model, tmp_path):
     # Angrist-style yardstick: the Fair (1978) affairs data shipped with statsmodels, non-private OLS / Logit on
     # the same columns. DP-SGD's estimate differs from the full-sample fit by its optimisation and privacy noise
-    # only: within 4 of the plug-in interval's standard errors (deterministic: fixed seed)
+    # only: within 4 of the released interval's standard errors (deterministic: fixed seed; the plug-in's, or
+    # random scaling's where the plug-in is withheld)
     sm = pytest.importorskip("statsmodels.api")
     data = sm.datasets.fair.load_pandas().data
     data["affair"] = (data["affairs"] > 0).astype(float)
@@ -189,10 +205,15 @@ def test_fit_on_real_data_agrees_with_statsmodels(model, tmp_path):
     else:
         response, covariates = "affair", ["rate_marriage", "age", "yrs_married", "children", "religious", "educ"]
         ref = sm.Logit(data[response], sm.add_constant(data[covariates])).fit(disp=0).params[covariates].to_numpy()
-    result = fit(path, model, response, covariates, epsilon=3.0, delta=1e-6, kappa=1.6, seed=3, show_nonprivate=True)
+    # logistic at kappa 1.8: its curvature is a fifth of the linear model's, and at 1.6 the path cannot forget its
+    # start along A~'s flattest direction (c lambda sum_t t^-gamma = 5.9 < 10: refused)
+    kappa = 1.6 if model == "linear" else 1.8
+    result = fit(path, model, response, covariates, epsilon=3.0, delta=1e-6, kappa=kappa, seed=3, show_nonprivate=True)
     est = result.estimate[1:]
-    bounds = result.intervals["plug-in"][1:]
-    se = (bounds[:, 1] - bounds[:, 0]) / (2 * normal_quantile(0.95))
+    method = "plug-in" if "plug-in" in result.intervals else "random scaling"
+    bounds = result.intervals[method][1:]
+    crit = normal_quantile(0.95) if method == "plug-in" else random_scaling_critical_value(0.95)
+    se = (bounds[:, 1] - bounds[:, 0]) / (2 * crit)
     assert (np.abs(est - ref) < 4 * se).all(), (est, ref, se)
     np.testing.assert_allclose(result.nonprivate[0][1:], ref, rtol=1e-6)  # our full-sample fit is statsmodels'
     text = result.render()
@@ -202,7 +223,7 @@ def test_fit_on_real_data_agrees_with_statsmodels(model, tmp_path):
 def test_fit_command_line(tmp_path):
     data = _data(tmp_path)
     done = subprocess.run([sys.executable, "-m", "ldpsim", "fit", str(data), "--response", "y", "--epsilon", "2",
-                           "--kappa", "1.2", "--seed", "2", "--bounds", "x1=0:100"], capture_output=True, text=True)
+                           "--kappa", "1.2", "--seed", "2", "--bounds", "x1=20:80"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "plug-in 95% interval" in done.stdout and "for the whole release" in done.stdout
     assert "Scaled by the public bounds given: x1" in done.stdout
@@ -221,3 +242,386 @@ def test_the_share_of_clipped_gradients_is_shown_only_with_the_nonprivate_output
     assert not any("Clipped per-example" in note for note in private.notes)
     shown = fit(data, "linear", "y", epsilon=2.0, show_nonprivate=True, **QUICK)
     assert any("Clipped per-example" in note and "NOT private" in note for note in shown.notes)
+
+
+# --- issue 32: no confident nonsense; refusals decided from public or private quantities only ---------------
+
+
+def _shifted(tmp_path, n=1000, seed=0, shift=1e9, name="shifted.csv"):
+    """x1 + shift (SD 1), x2 ~ N(0, 1), y = 1 + 2 x1 - x2 + N(0, 1): the slope of x1 is 2 whatever the shift."""
+    g = np.random.default_rng(seed)
+    x1, x2 = g.normal(size=n), g.normal(size=n)
+    y = 1 + 2 * x1 - x2 + g.normal(size=n)
+    return _write(tmp_path / name, "y,x1,x2\n" + "".join(f"{a!r},{b + shift!r},{c!r}\n"
+                                                         for a, b, c in zip(y.tolist(), x1.tolist(), x2.tolist())))
+
+
+def test_a_column_far_from_zero_gets_a_slope_near_its_truth(tmp_path):
+    # issue 32: x1 + 1e9 fell into one bin of the old scaling: slope 7.8e-7 with a tight interval, truth 2. One
+    # fixed seed here (the coverage over seeds is the slow test below): both intervals contain 2
+    result = fit(_shifted(tmp_path), "linear", "y", epsilon=3.0, seed=1)
+    for bounds in result.intervals.values():
+        assert bounds[1, 0] < 2.0 < bounds[1, 1] and bounds[1, 1] - bounds[1, 0] < 3.0  # it was 3.6e-7 long
+    assert abs(result.scales[0].centre - 1e9) < 3 and 0.3 < result.scales[0].scale < 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n, shift, kwargs, least", [
+    (1000, 1e9, {}, {"plug-in": 80, "random scaling": 180}),
+    (300, 0.0, {"share_scaling": 0.3}, {"plug-in": 15, "random scaling": 80}),
+])
+def test_fit_covers_over_seeds(tmp_path, n, shift, kwargs, least):
+    # issue 32's acceptance: fit repeated over 200 seeds (data and noise), as a simulation would, at epsilon 3, on
+    # x1 + 1e9 with n = 1000, and on n = 300 with a third of the budget's mu^2 for the scaling (at the default
+    # share n = 300 is refused before any statistic of the values is computed). Measured at this commit: on x1 +
+    # 1e9, random scaling covers x1 in 0.949 of the 195 fits it releases (5 refused: the path did not settle),
+    # the plug-in in 0.911 of the 101 it is shown in; at n = 300, 0.989 of 94 and 1.000 of 25 (104 refused as
+    # unsettled, 2 for the scaling). Tolerance: 3.1 binomial SEs under 0.95 (one-sided, fails 1e-3 of the time at
+    # exact coverage), for the number of fits each interval was shown in
+    hits = {"plug-in": [], "random scaling": []}
+    for seed in range(200):
+        data = _shifted(tmp_path, n=n, shift=shift, seed=1000 + seed)
+        try:
+            result = fit(data, "linear", "y", epsilon=3.0, seed=seed, **kwargs)
+        except ldpsim.ConfigError as exc:  # decided from the private release
+            assert str(exc).startswith(("the path did not settle", "the private scaling of column")), str(exc)
+            continue
+        for method, bounds in result.intervals.items():
+            hits[method].append(bounds[1, 0] <= 2.0 <= bounds[1, 1])
+    for method, got in hits.items():
+        count = len(got)
+        assert count >= least[method], (method, count)
+        assert np.mean(got) >= 0.95 - 3.1 * math.sqrt(0.95 * 0.05 / count), (method, np.mean(got), count)
+
+
+def test_too_few_rows_for_the_private_scaling_is_refused_from_public_quantities(tmp_path, monkeypatch):
+    # issue 32: n = 300 at epsilon 3 collapsed the old scaling (centre 5.1e148). Decided from n, the budget and the
+    # number of columns only (the private scaling is not even called); the refusal names the share that would do
+    import ldpsim.studies.dpsgd.fit as fitmod
+
+    data = _shifted(tmp_path, n=300, shift=0.0)
+    with pytest.raises(ldpsim.ConfigError, match=r"^n = 300 rows are too few for the private scaling of 3 columns "
+                                                 r"at this budget: .* noise SD 18\.7 per count.* --share-scaling "
+                                                 r"0\.(1[6-9]|2\d) or more"):
+        fit(data, "linear", "y", epsilon=3.0, seed=1)
+    # and at delta = 1e-300 with n = 1000 (issue 32: every centre 5.1e148)
+    with pytest.raises(ldpsim.ConfigError, match=r"^n = 1000 rows are too few for the private scaling"):
+        fit(_shifted(tmp_path, n=1000, name="n1000.csv"), "linear", "y", epsilon=3.0, delta=1e-300, seed=1)
+    calls = []
+    monkeypatch.setattr(fitmod.sc, "private_scaling", lambda *a, **k: calls.append(a))
+    with pytest.raises(ldpsim.ConfigError, match="too few for the private scaling"):
+        fit(data, "linear", "y", epsilon=3.0, seed=1)
+    assert calls == []
+
+
+def test_n300_with_more_of_the_budget_for_the_scaling_releases_what_settled(tmp_path):
+    # with --share-scaling 0.3 the scaling works at n = 300; the path then often fluctuates beyond what A~ and S~
+    # predict: seeds 0-7 give random scaling alone (settle ratio above 4.46), both intervals, or a refusal, each
+    # decided from the private release (the coverage over seeds is in the slow test)
+    outcomes = set()
+    for seed in range(8):
+        try:
+            result = fit(_shifted(tmp_path, n=300, shift=0.0, seed=seed), "linear", "y", epsilon=3.0,
+                         share_scaling=0.3, seed=seed)
+        except ldpsim.ConfigError as exc:
+            assert str(exc).startswith("the path did not settle"), str(exc)
+            outcomes.add("refused")
+        else:
+            outcomes.add(tuple(result.intervals))
+    assert outcomes == {"refused", ("random scaling",), ("plug-in", "random scaling")}
+
+
+def test_sixty_covariates_are_refused_at_two_thousand_rows(tmp_path):
+    # issue 32: a coefficient 363.6 [363.3, 363.9], truth 1, and with --no-scaling intervals 50 times too narrow
+    g = np.random.default_rng(6)
+    X = g.normal(size=(2000, 60))
+    y = 1 + X.sum(axis=1) + g.normal(size=2000)
+    data = _write(tmp_path / "p60.csv", ",".join(["y"] + [f"x{j}" for j in range(60)]) + "\n" + "".join(
+        ",".join(repr(v) for v in [a] + list(row)) + "\n" for a, row in zip(y.tolist(), X.tolist())))
+    with pytest.raises(ldpsim.ConfigError, match=r"^n = 2000 rows are too few for the private scaling of 61 columns"):
+        fit(data, "linear", "y", epsilon=3.0, seed=1)
+    with pytest.raises(ldpsim.ConfigError, match=r"^too few rows for this budget and 61 coefficients"):
+        fit(data, "linear", "y", epsilon=3.0, seed=1, scaling="none", kappa=1.2)
+
+
+@pytest.mark.parametrize("bounds", ["x1=200:300", "x1=-300:-200", "x2=100:200"])
+def test_bounds_that_clip_every_value_are_refused(tmp_path, bounds):
+    # issue 32: the clipped column is constant, yet a slope was printed (another with another seed). Its variance
+    # read off the private A~ is within 2.58 noise SDs of 0 (a constant column passes that with probability 0.5%)
+    data = _data(tmp_path)
+    name = bounds.split("=")[0]
+    for seed in (1, 2, 3):
+        with pytest.raises(ldpsim.ConfigError, match=rf"^column '{name}' is \(nearly\) constant after clipping to its "
+                                                     rf"--bounds {bounds.split('=')[1]}, as far as the private A~ can "
+                                                     r"tell"):
+            fit(data, "linear", "y", epsilon=3.0, bounds=[bounds], seed=seed, kappa=1.2)
+
+
+def test_honest_bounds_on_a_skewed_column_are_not_called_constant(tmp_path):
+    # Exp(3) in bounds 0:15 (mean at a fifth of the range) at epsilon 2: its variance read off A~ stands about 3
+    # noise SDs above 0, so a stricter test (3.72, probability 1e-4) refused it
+    result = fit(_data(tmp_path), "linear", "y", epsilon=2.0, bounds=["x1=20:80", "x2=0:15", "y=-5:15"], **QUICK)
+    assert list(result.intervals)[-1] == "random scaling"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"clip": 1e-300}, r"^the path cannot move: the clipped gradients carry it at most c clip sum_t t\^-gamma = "
+                       r"[0-9.e-]+ from its start"),
+    ({"clip": 1e-8, "kappa": 2.0}, r"^the path cannot move"),
+    ({"c": 1e-12}, r"^the path cannot move"),
+    ({"clip": 1e300}, r"^DP-SGD overflowed on these data \(c = 0\.2, clip = 1e\+300: .*\): lower clip$"),
+    ({"sampling": "cyclic"}, r"^sampling = cyclic is refused by fit: with privacy noise every pass costs budget"),
+    ({"sampling": "poisson", "accountant": "rdp"}, r"fit states Poisson batches under replace-one neighbours"),
+    ({"sampling": "poisson", "accountant": "clt"}, r"fit states Poisson batches under replace-one neighbours"),
+    ({"gamma": 1.0}, r"^gamma = 1.0 is outside \(0.5, 1\): the average needs 1/2 < gamma < 1"),
+    ({"share_moments": 0.85, "share_scaling": 0.05}, r"^A~ and S~ and the scaling \(shares 0\.85 \+ 0\.05 of mu\^2\) "
+                                                     r"alone are epsilon = 3\.06\d* by the rdp accountant"),
+    ({"bounds": ["x1=0:1", "x1=0:100"]}, r"^bounds given twice for 'x1' \(0:1 and 0:100\)"),
+    ({"bounds": ["x1=0:1e999"]}, r"^bounds of 'x1' = 0.0:inf: need finite LOW < HIGH$"),
+    ({"bounds": ["x1=1_0:20"]}, r"^bounds 'x1=1_0:20' is not COLUMN=LOW:HIGH with decimal numbers"),
+])
+def test_settings_whose_release_would_be_unreliable_are_refused_in_one_line(tmp_path, kwargs, message):
+    args = {"epsilon": 3.0, "seed": 1, "kappa": 1.2, **kwargs}
+    with pytest.raises(ldpsim.ConfigError, match=message) as info:
+        fit(_shifted(tmp_path, n=2000, shift=0.0), "linear", "y", **args)
+    assert "\n" not in str(info.value)
+
+
+def test_a_path_that_did_not_settle_is_refused(tmp_path):
+    # seed 70 of the coverage test below (x1 + 1e9, n = 1000, epsilon 3): the random-scaling variance is 170 times
+    # what A~ and S~ predict; 5 of its 200 seeds are refused so
+    with pytest.raises(ldpsim.ConfigError, match=r"^the path did not settle: the average's fluctuation along the "
+                                                 r"path \(random scaling\) is 170 times what the private A~ and S~ "
+                                                 r"say it should be .* \(this refusal reads only the private release, "
+                                                 r"covered by its \(3, 1e-05\)-DP budget\)$"):
+        fit(_shifted(tmp_path, seed=1070), "linear", "y", epsilon=3.0, seed=70)
+
+
+def test_a_column_named_with_an_equals_sign_takes_bounds_and_the_logistic_response_takes_none(tmp_path):
+    g = np.random.default_rng(2)
+    x, z = g.normal(size=2000), g.normal(size=2000)
+    data = _write(tmp_path / "eq.csv", "y,a=b,z\n" + "".join(
+        f"{int(g.random() < 1 / (1 + np.exp(-u)))},{u},{v}\n" for u, v in zip(x.tolist(), z.tolist())))
+    result = fit(data, "logistic", "y", epsilon=3.0, seed=1, kappa=1.8, bounds=["a=b=-4:4"])
+    assert result.names[1] == "a=b" and "Scaled by the public bounds given: a=b" in result.render()
+    with pytest.raises(ldpsim.ConfigError, match=r"^bounds given for the response 'y', which the logistic model "
+                                                 r"does not scale \(it is 0/1\)$"):
+        fit(data, "logistic", "y", epsilon=3.0, seed=1, kappa=1.2, bounds=["y=0:1"])
+
+
+def test_the_scaling_share_is_checked_only_when_it_is_spent(tmp_path):
+    # issue 32: --share-scaling 0.9 with --no-scaling was refused though that share is never spent
+    g = np.random.default_rng(1)
+    unit = _write(tmp_path / "unit.csv", "y,x1,x2\n" + "".join(
+        f"{1 + a - b + g.normal()},{a},{b}\n" for a, b in zip(g.normal(size=2000), g.normal(size=2000))))
+    kw = dict(epsilon=3.0, seed=1, kappa=1.2, share_scaling=0.9)
+    assert fit(unit, "linear", "y", scaling="none", **kw).releases[-1]["what"] == "moments"
+    assert fit(unit, "linear", "y", bounds=["x1=-4:4", "x2=-4:4", "y=-8:10"], **kw).epsilon <= 3.0
+    with pytest.raises(ldpsim.ConfigError, match=r"^share_moments \+ share_scaling = 1 leaves the path less than"):
+        fit(unit, "linear", "y", **kw)
+
+
+def test_delta_at_or_above_one_over_n_is_warned_as_run_warns(tmp_path):
+    data = _data(tmp_path)
+    with pytest.warns(ldpsim.ConfigWarning, match=r"^delta = 0\.001 >= 1/n = 0\.0005: a release that publishes one "
+                                                  r"random row outright is \(0, 1/n\)-DP"):
+        fit(data, "linear", "y", epsilon=3.0, delta=1e-3, **QUICK)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ldpsim.ConfigWarning)
+        fit(data, "linear", "y", epsilon=3.0, delta=1e-5, **QUICK)
+
+
+def _recomposed_poisson(result):
+    """epsilon of a Poisson release at its delta, recomposed with dp-accounting's replace-one PLD directly."""
+    dpa = pytest.importorskip("dp_accounting")
+    acc = dpa.pld.PLDAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE,
+                                value_discretization_interval=1e-4)
+    mu2 = 0.0
+    for part in result.releases:
+        if part["what"] == "path":
+            assert part["sampling"] == "poisson" and part["relation"] == "replace-one"
+            acc.compose(dpa.PoissonSampledDpEvent(part["batch_size"] / part["n"],
+                                                  dpa.GaussianDpEvent(part["sigma"])), part["steps"])
+        elif part["what"] == "moments":
+            mu2 += part["mu"] ** 2
+        else:  # each histogram moves one count down and one up: mu = sqrt(2) / noise_sd each
+            mu2 += part["histograms"] * 2.0 / part["noise_sd"] ** 2
+    # a mu-GDP Gaussian is distance mu in noise SDs; dp-accounting's replace-one Gaussian moves 2 units
+    acc.compose(dpa.GaussianDpEvent(2.0 / math.sqrt(mu2)))
+    return acc.get_epsilon(result.delta)
+
+
+def test_poisson_batches_state_the_replace_one_guarantee_that_makes_n_public(tmp_path):
+    # issue 32: fit --sampling poisson stated an add/remove guarantee but printed n and T = n^kappa, which differ
+    # between add/remove neighbours. Now replace-one (n public), by dp-accounting's PLD with REPLACE_ONE,
+    # recomposed here from the noise drawn: at most the target and within 1% of it
+    result = fit(_data(tmp_path), "linear", "y", epsilon=3.0, delta=1e-6, sampling="poisson", **QUICK)
+    assert result.accountant == "pld"
+    assert 0.99 * 3.0 <= _recomposed_poisson(result) <= 3.0 * 1.001  # our grid vs 1e-4 here: within 0.1%
+    text = result.render()
+    assert "with replace-one neighbours (a valid upper bound; replace-one neighbours: data sets of the same size n " \
+           "differing in one row; n, T and the rate m/n are public)" in text
+    assert "add/remove" not in text and "n = 2000" in text
+
+
+def test_the_poisson_accountant_reproduces_a_known_replace_one_figure():
+    # reference: dp-accounting's PLD with REPLACE_ONE, one Poisson-subsampled Gaussian at sigma 1 and q = 0.01
+    # composed 1000 times, grid 1e-4, computed with dp-accounting 0.6.0 directly: 2.8434 at delta 1e-5 (the
+    # add/remove figure there is 1.8282)
+    from ldpsim.studies.dpsgd.fit import poisson_epsilons
+
+    alone, total = poisson_epsilons(1.0, 1000, 100, 1, 1e-5)
+    assert alone == total and abs(alone - 2.8434) < 3e-3
+
+
+def test_the_default_seed_is_fresh_and_printed_only_on_request(tmp_path):
+    # issue 32: a fixed seed makes the guarantee hold only while it is secret; the default draws fresh entropy,
+    # and the seed drawn is shown only when asked (to reproduce the run at the owner's terminal)
+    data = _data(tmp_path)
+    first = fit(data, "linear", "y", epsilon=3.0, kappa=1.2)
+    second = fit(data, "linear", "y", epsilon=3.0, kappa=1.2)
+    assert not np.array_equal(first.estimate, second.estimate) and first.seed != second.seed
+    assert "Seed" not in first.render() and str(first.seed) not in first.render()
+    again = fit(data, "linear", "y", epsilon=3.0, kappa=1.2, seed=first.seed)
+    np.testing.assert_array_equal(again.estimate, first.estimate)  # the seed drawn reproduces the run
+    assert "the guarantee holds only while that seed is secret" in again.render()
+    shown = fit(data, "linear", "y", epsilon=3.0, kappa=1.2, show_seed=True)
+    assert f"Seed drawn: {shown.seed} (keep it as secret as the data" in shown.render()
+
+
+def test_the_plug_in_interval_is_withheld_when_the_path_fluctuates_beyond_settled_paths(tmp_path):
+    # settle ratio between 4.46 (the 99% point of 6 x Cramer-von Mises) and 25: the plug-in's variance would be too
+    # small; random scaling stays. Seed 6 of x1 + 1e9 at n = 1000 gives 7.14 (6 of seeds 0-11 are between 4.46
+    # and 25, 2 above)
+    import ldpsim.studies.dpsgd.fit as fitmod
+
+    result = fit(_shifted(tmp_path, seed=1006), "linear", "y", epsilon=3.0, seed=6)
+    assert fitmod.PLUGIN_SETTLE < result.diagnostics["settle"] <= fitmod.SETTLE_RATIO
+    assert list(result.intervals) == ["random scaling"]
+    assert any(note.startswith("The plug-in interval is not shown: the path fluctuates") for note in result.notes)
+    assert "plug-in" not in result.render().splitlines()[1]
+
+
+# --- the command line (ldpsim/cli.py's fit parser and _fit) --------------------------------------------------
+
+
+def _cli(capsys, *argv):
+    from ldpsim.cli import main
+
+    try:
+        status = main(["fit", *map(str, argv)])
+    except SystemExit as exc:  # argparse's own refusals
+        status = exc.code
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_a_data_path_after_covariates_is_the_data_not_a_covariate(tmp_path, capsys):
+    # issue 32: "fit --response y --covariates x1 x2 data.csv" took data.csv as a covariate (argparse's nargs="+")
+    data = _data(tmp_path)
+    status, out, err = _cli(capsys, "--response", "y", "--epsilon", 3, "--kappa", 1.2, "--covariates", "x1", data)
+    assert status == 0, err
+    assert "| x1 " in out and "x2" not in out.split("Privacy")[0]
+    status, out, err = _cli(capsys, data, "--response", "y", "--epsilon", 3, "--kappa", 1.2, "--covariates", "x1",
+                            data)
+    assert status == 0, err
+    other = _data(tmp_path, name="other.csv")
+    status, out, err = _cli(capsys, data, "--response", "y", "--epsilon", 3, "--covariates", "x1", other)
+    assert status == 2 and err.startswith("ldpsim: error: ") and "after --covariates is a file" in err
+    status, out, err = _cli(capsys, "--response", "y", "--epsilon", 3, "--covariates", "x1", "nope.csv")
+    assert status == 2 and "give the data file" in err
+
+
+def test_flags_given_twice_and_numbers_in_other_notations_are_refused(tmp_path, capsys):
+    data = _data(tmp_path)
+    status, _, err = _cli(capsys, data, "--response", "y", "--epsilon", 3, "--bounds", "x1=20:80", "--bounds",
+                          "x2=0:15")
+    assert status == 2 and "--bounds is given twice" in err  # the second silently replaced the first
+    for flag, value in (("--epsilon", "1_0"), ("--clip", "0x1p3"), ("--seed", "1_0"), ("--batch-size", "1_0")):
+        args = [data, "--response", "y", flag, value] + (["--epsilon", 3] if flag != "--epsilon" else [])
+        status, _, err = _cli(capsys, *args)
+        assert status == 2 and f"argument {flag}: '{value}' is not a" in err, (flag, err)
+    status, _, err = _cli(capsys, data, "--response", "y", "--epsilon", 3, "--max-steps", "1_000")
+    assert status == 2 and "max_steps = '1_000' is not a decimal number" in err
+
+
+def test_error_messages_carry_data_values_only_with_show_values(tmp_path, capsys):
+    data = _write(tmp_path / "d.csv", "y,a\n" + "".join(f"{i},{i * 7 % 11}\n" for i in range(40)) + "3,4711x\n")
+    status, _, err = _cli(capsys, data, "--response", "y", "--epsilon", 3)
+    assert status == 2 and "4711" not in err and "row" not in err and "--show-values shows where" in err
+    status, _, err = _cli(capsys, data, "--response", "y", "--epsilon", 3, "--show-values")
+    assert status == 2 and "'4711x' in row 42" in err
+
+
+def test_the_seed_and_the_not_private_line_on_the_command_line(tmp_path, capsys):
+    data = _data(tmp_path)
+    status, out, _ = _cli(capsys, data, "--response", "y", "--epsilon", 3, "--kappa", 1.2)
+    assert status == 0 and "Seed" not in out
+    status, out, _ = _cli(capsys, data, "--response", "y", "--epsilon", 3, "--kappa", 1.2, "--show-seed")
+    assert status == 0 and "Seed drawn: " in out
+    status, out, _ = _cli(capsys, data, "--response", "y", "--epsilon", 3, "--kappa", 1.2, "--nonprivate-scaling")
+    assert status == 0 and out.startswith("NOT private: ")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", ldpsim.ConfigWarning)  # the suite makes warnings errors
+        status, out, err = _cli(capsys, data, "--response", "y", "--epsilon", 3, "--kappa", 1.2, "--delta", "1e-3")
+    assert status == 0 and err.startswith("ldpsim: warning: delta = 0.001 >= 1/n = 0.0005")
+
+
+def test_fit_help_says_a_fixed_seed_must_stay_secret(capsys):
+    status, out, _ = _cli(capsys, "--help")
+    text = " ".join(out.split())
+    assert status == 0
+    assert "Default: a fresh random seed, never printed unless --show-seed" in text
+    assert "A fixed seed makes the guarantee hold only while the seed is secret" in text
+    assert "--show-values" in text and "so that a log of errors carries no data" in text
+
+
+# --- hostile inputs found by trying fit as a careful and as a hostile user (issue 32's own hunt) -------------
+
+
+def _column_file(tmp_path, name, x, slope, seed=0):
+    g = np.random.default_rng(seed)
+    z = g.normal(size=x.shape[0])
+    y = 1 + slope * x + z + g.normal(size=x.shape[0])
+    return _write(tmp_path / name, "y,x1,x2\n" + "".join(f"{a!r},{b!r},{c!r}\n"
+                                                         for a, b, c in zip(y.tolist(), x.tolist(), z.tolist())))
+
+
+def test_a_column_of_tiny_values_gets_its_slope(tmp_path):
+    # x ~ N(0, 1e-50), slope 2e50: the old grid's middle bin held every |x| <= 2^-40, and fit printed 6.7e13 with
+    # an interval excluding 2e50 (seed 1); now both intervals contain it
+    g = np.random.default_rng(8)
+    data = _column_file(tmp_path, "tiny.csv", g.normal(0, 1e-50, 2000), 2e50)
+    result = fit(data, "linear", "y", epsilon=3.0, seed=1, kappa=1.5)
+    for bounds in result.intervals.values():
+        assert bounds[1, 0] < 2e50 < bounds[1, 1]
+
+
+def test_a_covariate_spanning_the_doubles_gets_its_slope(tmp_path):
+    # modes at +-1e308: check_design's range overflowed (an internal error); slope 1e-308
+    g = np.random.default_rng(9)
+    x = np.concatenate([g.normal(1e308, 1e307, 1000), g.normal(-1e308, 1e307, 1000)])
+    result = fit(_column_file(tmp_path, "wide.csv", x, 1e-308), "linear", "y", epsilon=3.0, seed=1, kappa=1.5)
+    for bounds in result.intervals.values():
+        assert bounds[1, 0] < 1e-308 < bounds[1, 1]
+
+
+def test_a_nearly_constant_column_is_refused_by_its_private_scaling(tmp_path):
+    # 1970 rows at 41.5 and 30 spread around it: fit printed slope 3.01 [2.49, 3.53], truth 0.5 (seed 1). Its
+    # differences are nearly all zero, as the private histogram sees it: refused, covered by the scaling's share
+    g = np.random.default_rng(3)
+    x = np.full(2000, 41.5)
+    x[:30] += g.normal(0, 5, 30)
+    with pytest.raises(ldpsim.ConfigError, match=r"^the private scaling of column 'x1' failed: nearly every pair of "
+                                                 r"its rows is equal.* covered by the scaling's share, epsilon = "
+                                                 r"0\.835 at delta = 1e-05$"):
+        fit(_column_file(tmp_path, "mostly.csv", x, 0.5), "linear", "y", epsilon=3.0, seed=1)
+
+
+def test_slopes_beyond_the_doubles_are_refused_not_printed(tmp_path):
+    # y ~ N(0, 1e200) on x ~ N(0, 1e-200): slopes of order 1e400 cannot be printed
+    g = np.random.default_rng(4)
+    rows = "".join(f"{float(a)!r},{float(b)!r},{float(c)!r}\n"
+                   for a, b, c in zip(g.normal(0, 1e200, 2000), g.normal(0, 1e-200, 2000), g.normal(size=2000)))
+    with pytest.raises(ldpsim.ConfigError, match=r"^the coefficients on the original scale are beyond the doubles"):
+        fit(_write(tmp_path / "o.csv", "y,x1,x2\n" + rows), "linear", "y", epsilon=3.0, seed=1, kappa=1.2)
