@@ -15,7 +15,7 @@ every 250th step) with its standard error over the paths.
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 import numpy as np
 from scipy import special
@@ -51,7 +51,9 @@ def ratio(sigma1: float, reps: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 if __name__ == "__main__":
-    reps = int(sys.argv[1]) if len(sys.argv) > 1 else 4
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("reps", nargs="?", type=int, default=4, help="paths per noise level (default 4)")
+    reps = parser.parse_args().reps
     for label, sigma1 in NOISE.items():
         mean, se = ratio(sigma1, reps)
         print(f"{label}: sigma_1 = {sigma1}: A(theta_bar) / mean A(theta_t) = "

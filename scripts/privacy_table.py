@@ -15,6 +15,7 @@ honest guarantee costs). Writes ``results/accountants/accountants.csv`` and
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import sys
@@ -92,4 +93,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help before minutes of work
     main()

@@ -11,8 +11,8 @@ existed were calibrated by the CLT: their config gains ``accountant: clt``
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
 from ldpsim.reporting.csvio import read_csv, write_csv
@@ -62,5 +62,7 @@ def _empty_chunk():
 
 
 if __name__ == "__main__":
-    for arg in sys.argv[1:]:
-        main(Path(arg))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="directories of finished dpsgd runs")
+    for run in parser.parse_args().runs:
+        main(run)

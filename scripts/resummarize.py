@@ -12,6 +12,7 @@ settings); meta.json is left as the run wrote it.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -55,4 +56,6 @@ def _range(path: Path) -> tuple[int, int]:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, help="directory of a finished run, with its chunks/")
+    main(parser.parse_args().run)

@@ -18,7 +18,7 @@ vector code (as engine/rng.py writes the scalar draws) to gain.
     python scripts/simd_lanes_probe.py [L]
 """
 
-import sys
+import argparse
 import time
 
 import numpy as np
@@ -111,4 +111,6 @@ def main(lanes: int = 4, n: int = 10**7) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 4)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("lanes", nargs="?", type=int, default=4, help="lanes L (default 4)")
+    main(parser.parse_args().lanes)

@@ -207,6 +207,7 @@ def test_the_online_bootstraps_budgets_compose_by_their_accountant():
     gdp = ldpsim.load_config({"model": "huber_mallows", "mechanism": "gdp", "mu": 2, "dim": 3, "n": 1e4,
                               "methods": ["OB", "OB_split"], **options}).settings[0]
     assert split_setting(gdp, options).mu == 0.5 and privacy_factor("OB", options, gdp) == 4.0
-    pure = ldpsim.load_config({"model": "quantile", "epsilon": 2, "n": 1e4, **options}).settings[0]
+    pure = ldpsim.load_config({"model": "quantile", "epsilon": 2, "n": 1e4, "methods": ["OB", "OB_split"],
+                               **options}).settings[0]
     assert split_setting(pure, options).epsilon == 0.125 and privacy_factor("OB", options, pure) == 16
     assert privacy_factor("OB_split", options, pure) == privacy_factor("HulC", options, gdp) == 1

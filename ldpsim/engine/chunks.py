@@ -30,10 +30,12 @@ from .jit import source_hash
 from .outdir import temporary_beside
 
 #: Bumped when the chunk file layout changes (1: the coverage study's arrays
-#: only; 2: any study's named arrays; 3: with their checksum and compute seconds).
-CHUNK_FORMAT = 3
-#: Entries of a chunk file that are not replication arrays: the compute seconds and the checksum.
-SECONDS, CHECKSUM = "__seconds__", "__sha256__"
+#: only; 2: any study's named arrays; 3: with their checksum and compute seconds; 4: and the name they were
+#: saved under).
+CHUNK_FORMAT = 4
+#: Entries of a chunk file that are not replication arrays: the compute seconds, the checksum, and the file name
+#: it was saved under (its setting's key and replication range: a chunk renamed to another's name is not reused).
+SECONDS, CHECKSUM, SAVED_AS = "__seconds__", "__sha256__", "__saved_as__"
 #: Aim for chunks of about this many SGD steps (well under a second each).
 CHUNK_STEPS = 20_000_000
 #: Never more replications than this in one chunk.
@@ -105,8 +107,10 @@ def checksum(arrays: dict[str, np.ndarray]) -> np.ndarray:
 def save_chunk(path: Path, arrays: dict[str, np.ndarray], seconds: float = float("nan")) -> None:
     """Write a chunk atomically: a killed run never leaves half a chunk under its final name.
 
-    The file holds ``arrays``, their :func:`checksum` and ``seconds``, the
-    time its replications took to compute (NaN: unknown).
+    The file holds ``arrays``, their :func:`checksum`, ``seconds``, the
+    time its replications took to compute (NaN: unknown), and its own file
+    name, which :func:`read_chunk` checks: a chunk of another run renamed to
+    this one's name is not reused.
 
     The arrays go to a temporary file ``.<name>.*.tmp`` beside it, which is
     flushed to disk and then renamed over ``path``. A run killed in between
@@ -118,7 +122,8 @@ def save_chunk(path: Path, arrays: dict[str, np.ndarray], seconds: float = float
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = temporary_beside(path)
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays, **{SECONDS: np.float64(seconds), CHECKSUM: checksum(arrays)})
+            np.savez(fh, **arrays, **{SECONDS: np.float64(seconds), CHECKSUM: checksum(arrays),
+                                      SAVED_AS: np.frombuffer(path.name.encode(), dtype=np.uint8)})
             fh.flush()
             os.fsync(fh.fileno())  # the rename must not reach the disk before the data
         os.replace(tmp, path)
@@ -140,7 +145,8 @@ def read_chunk(path: Path, reps: int | None = None,
     """A saved chunk's arrays, checked: ``(arrays, None, seconds)``, or ``(None, what is wrong with it, nan)``.
 
     ``seconds`` is the time its replications took to compute; the arrays
-    must match the checksum saved with them.
+    must match the checksum saved with them, and the name saved with them
+    must be ``path``'s (its setting's key and replication range).
 
     Parameters
     ----------
@@ -161,7 +167,12 @@ def read_chunk(path: Path, reps: int | None = None,
         return None, f"cannot be read ({type(exc).__name__}: {detail})", math.nan
     if not isinstance(arrays, dict):  # np.load of a bare .npy file gives an array
         return None, "is not a chunk (no named arrays)", math.nan
-    seconds, saved = arrays.pop(SECONDS, None), arrays.pop(CHECKSUM, None)
+    seconds, saved, name = arrays.pop(SECONDS, None), arrays.pop(CHECKSUM, None), arrays.pop(SAVED_AS, None)
+    if name is None or name.dtype != np.uint8 or name.ndim != 1:
+        return None, "does not say which run's chunk it is (no name saved with it)", math.nan
+    if name.tobytes() != Path(path).name.encode():  # another run's (or setting's, or range's) chunk, renamed
+        shown = name.tobytes().decode("utf-8", "replace")[:80]
+        return None, f"was saved as {shown!r}: the chunk of another run, setting or replication range", math.nan
     if (problem := check_chunk(arrays, reps, shapes)) is not None:
         return None, problem, math.nan
     if saved is None:
@@ -209,5 +220,5 @@ def concatenate(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
 
-__all__ = ["CHECKSUM", "CHUNK_FORMAT", "SECONDS", "check_chunk", "checksum", "chunk_key", "chunk_path", "chunk_size",
+__all__ = ["CHECKSUM", "CHUNK_FORMAT", "SAVED_AS", "SECONDS", "check_chunk", "checksum", "chunk_key", "chunk_path", "chunk_size",
            "code_identity", "concatenate", "load_chunk", "read_chunk", "save_chunk", "set_aside"]

@@ -85,9 +85,12 @@ class RunIdentity:
         A key only one of them records (a key added to ldpsim since the other
         ran) is not a difference.
         """
+        from .usercode import without_digest
+
         out = [] if self.kind == other.kind else [("study", other.kind, self.kind)]
         for key, value in self.values.items():
-            if key in other.values and other.values[key] != value:
+            # a user's file edited since: the same run, whose chunks (keyed on the file's hash) are recomputed
+            if key in other.values and without_digest(other.values[key]) != without_digest(value):
                 out.append((key, other.values[key], value))
         return out
 
@@ -260,6 +263,7 @@ class OutputDir:
             except OSError:
                 pass
         shutil.rmtree(self.chunks, ignore_errors=True)
+        shutil.rmtree(self.path / "user_files", ignore_errors=True)  # the copies of users' files (ldpsim.api)
         _remove_empty(self.path)
 
     def __enter__(self):

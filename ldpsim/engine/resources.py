@@ -97,7 +97,8 @@ def format_duration(seconds: float) -> str:
 
 
 def check_time(tasks: list[tuple[float, int]], workers: int, *, allow_long: bool = False,
-               limit: float = MAX_RUN_SECONDS) -> float:
+               limit: float = MAX_RUN_SECONDS, basis: str = "its steps and their cost measured on a 2-core laptop"
+               ) -> float:
     """The estimated wall time of a run; a one-line :class:`ConfigError` beyond ``limit`` unless ``allow_long``.
 
     Parameters
@@ -111,6 +112,8 @@ def check_time(tasks: list[tuple[float, int]], workers: int, *, allow_long: bool
         Return the estimate instead of refusing.
     limit : float
         Seconds.
+    basis : str
+        What the seconds rest on, for the message (the static model or a pilot).
 
     Returns
     -------
@@ -124,7 +127,7 @@ def check_time(tasks: list[tuple[float, int]], workers: int, *, allow_long: bool
     if estimate > limit and not allow_long:
         one = f"; one replication alone takes {format_duration(longest)}" if limit < longest < estimate else ""
         raise ConfigError(f"this run would take about {format_duration(estimate)} on {workers} worker(s){one} "
-                          f"(estimated from its steps and their cost measured on a 2-core laptop), more than the "
+                          f"(estimated from {basis}), more than the "
                           f"limit of {format_duration(limit)}: lower n, reps or the grid, or pass --allow-long "
                           "(API: allow_long=True) if you mean it")
     return estimate

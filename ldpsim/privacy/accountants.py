@@ -45,7 +45,8 @@ noise multiplier whose epsilon is at most a target and within 1% of it;
 :func:`solve_decreasing` is the one-dimensional solver behind it (``ldpsim
 fit`` uses it to scale a whole budget split). Results are cached on disk
 (``joblib.Memory`` under :func:`cache_dir`), so each setting pays for its
-accountant once, whichever process asks.
+accountant once, whichever process asks; an entry is keyed on ldpsim's source
+and the versions that compute it (:func:`_version`).
 """
 
 from __future__ import annotations
@@ -142,6 +143,7 @@ def _cached(function):
         seen[args] = value
         return value
 
+    wrapper.clear_memory = seen.clear  # (the on-disk entries stay)
     return wrapper
 
 
@@ -235,20 +237,48 @@ def _pld_pair_at(path: DpsgdPath, sigma: float, extra_mu: float, delta: float, g
     return _path_then_extra(dpa, acc, path, sigma, extra_mu, delta)
 
 
+class Unresolved(ValueError):
+    """dp-accounting's PLD does not resolve epsilon at this delta: its grids disagree (the message says how)."""
+
+
+#: dp-accounting's PLD accountant truncates this much probability mass in each self-composition (its default
+#: ``tail_mass_truncation``) and counts it, pessimistically, as infinite privacy loss.
+PLD_TRUNCATED_MASS = 1e-15
+
+
 def _pld_pair(path: DpsgdPath, sigma: float, extra_mu: float, delta: float, grid: float | None):
-    """PLD epsilons on ``grid``, or on a grid refined until two agree (returns the grid too)."""
+    """PLD epsilons on ``grid``, or on a grid refined until two agree (returns the grid too).
+
+    Raises :class:`Unresolved` if no two successive grids down to
+    :data:`PLD_FINEST` agree within :data:`PLD_TOLERANCE`: at a delta near
+    dp-accounting's numerical floor (the truncated tail mass, the rounding of
+    its FFT composition: delta = 1e-14 at T = 2.5e5) its epsilon jumps by
+    10-30% between grids and between noise multiplier 0.01 apart, and is not
+    monotone in the noise; no number from it is stated then.
+    """
     if grid is not None:
         return _pld_pair_at(path, sigma, extra_mu, delta, grid), grid
     grid = PLD_GRID
     coarse = _pld_pair_at(path, sigma, extra_mu, delta, grid)
+    seen = [coarse[1]]
     while grid / PLD_REFINE >= PLD_FINEST:
         fine = _pld_pair_at(path, sigma, extra_mu, delta, grid / PLD_REFINE)
         grid /= PLD_REFINE
+        seen.append(fine[1])
         # both are upper bounds (pessimistic); the finer one is kept
         if abs(coarse[1] - fine[1]) <= PLD_TOLERANCE * fine[1]:
             return fine, grid
         coarse = fine
-    return coarse, grid
+    if all(math.isinf(e) for e in seen):
+        raise Unresolved(f"dp-accounting's PLD gives epsilon = inf at delta = {delta:g} on every loss grid: delta is "
+                         f"below the tail mass it truncates ({PLD_TRUNCATED_MASS:g} a composition, counted as infinite "
+                         "privacy loss)")
+    raise Unresolved(f"dp-accounting's PLD does not resolve epsilon at delta = {delta:g} for T = {path.steps} steps: "
+                     f"its estimates on loss grids {PLD_GRID:g} to {grid:.2g} disagree "
+                     f"({', '.join(f'{e:.4g}' for e in seen)}), where they should agree within "
+                     f"{100 * PLD_TOLERANCE:g}%: at so small a delta the tail mass it truncates ({PLD_TRUNCATED_MASS:g} "
+                     "a composition, counted as infinite loss) and the rounding of its FFT composition are of "
+                     "delta's order")
 
 
 @_cached
@@ -268,13 +298,28 @@ def _epsilon_pair(accountant: str, sampling: str, sigma: float, steps: int, n: i
     return alone, total, used
 
 
+@functools.lru_cache(maxsize=None)
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    """The on-disk cache's key beside the arguments: everything that computes the number.
 
-        return version("dp-accounting")
-    except Exception:  # noqa: BLE001 - only a cache key
-        return "?"
+    joblib keys an entry on the cached function's own source and its
+    arguments only: an edit to a helper it calls (``clt_mu``, ``gdp_epsilon``,
+    ``_pld_pair``) would reuse the old epsilon silently. So the key also holds
+    the hash of ldpsim's whole source (as the numba cache's directory does,
+    :func:`ldpsim.engine.jit.source_hash`) and the versions of dp-accounting and
+    of the numpy and scipy it computes with.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    from ..engine.jit import source_hash
+
+    parts = []
+    for package in ("dp-accounting", "numpy", "scipy"):
+        try:
+            parts.append(f"{package} {version(package)}")
+        except PackageNotFoundError:  # (not installed as a distribution: its version is unknown)
+            parts.append(f"{package} ?")
+    return "; ".join(parts + [f"ldpsim source {source_hash()}"])
 
 
 def epsilon_pair(accountant: str, sampling: str, sigma: float, steps: int, n: int, batch_size: int,
@@ -442,10 +487,23 @@ def _calibrate(target, delta, accountant, sampling, steps, n, batch_size, extra_
         # the grid that resolves epsilon near the CLT's answer (a coarse grid overstates epsilon by up to a
         # third at T = 1e6, q = 1e-3), then the root on that grid
         grid = _epsilon_pair(accountant, sampling, start, steps, n, batch_size, extra_mu, delta, None, version)[2]
-    return solve_decreasing(lambda s: _epsilon_pair(accountant, sampling, s, steps, n, batch_size, extra_mu, delta,
-                                                    grid, version)[index], target, start, first_step=1.1)
+    sigma = solve_decreasing(lambda s: _epsilon_pair(accountant, sampling, s, steps, n, batch_size, extra_mu, delta,
+                                                     grid, version)[index], target, start, first_step=1.1)
+    if accountant == "pld":
+        # the run states the refined epsilon at sigma (epsilon_pair): it too must be at most the target and within
+        # 1% of it (Unresolved if the grids disagree there)
+        refined = _epsilon_pair(accountant, sampling, sigma, steps, n, batch_size, extra_mu, delta, None, version)
+        if not (CALIBRATION_AIM - 1e-3) * target <= refined[index] <= target:
+            sigma = solve_decreasing(lambda s: _epsilon_pair(accountant, sampling, s, steps, n, batch_size, extra_mu,
+                                                             delta, refined[2], version)[index],
+                                     target, sigma, first_step=1.01)
+            again = _epsilon_pair(accountant, sampling, sigma, steps, n, batch_size, extra_mu, delta, None, version)
+            if not (CALIBRATION_AIM - 1e-3) * target <= again[index] <= target:
+                raise Unresolved(f"dp-accounting's PLD gives no noise multiplier whose epsilon at delta = {delta:g} "
+                                 f"is within 1% of {target:g} below it (at {sigma:.6g}: {again[index]:.6g})")
+    return sigma
 
 
 __all__ = ["ACCOUNTANTS", "CALIBRATION_AIM", "DEFAULT_ACCOUNTANT", "DESCRIPTION", "DpsgdPath", "IS_BOUND", "SIGMA_CAP",
-           "SUPPORTED", "cache_dir", "calibrate_sigma", "check_supported", "epsilon_pair", "path_event",
+           "SUPPORTED", "Unresolved", "cache_dir", "calibrate_sigma", "check_supported", "epsilon_pair", "path_event",
            "solve_decreasing"]

@@ -37,7 +37,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
-from ..engine.jit import JIT_OPTIONS, jit
+from ..engine.jit import DISABLED, JIT_OPTIONS, jit
 from ..engine.lanes import LaneArrayType, lane_array, lane_of
 from ..engine.rng import exponential, local_rng, release_rng
 from ..inference.zoo.bootstrap import perturbed_step_d
@@ -162,6 +162,26 @@ def _none(value) -> bool:
     return value is None or isinstance(value, (types.NoneType, types.Omitted))
 
 
+#: ``stub -> typer`` of every hook below: under NUMBA_DISABLE_JIT=1 (:data:`~ldpsim.engine.jit.DISABLED`) the
+#: stubs' empty bodies would run, and every zoo method would fail in every replication without a word.
+_HOOKS: dict = {}
+
+
+def _hook(stub):
+    """Register the decorated typer as ``stub``'s inlined numba overload (and, for plain Python, in :data:`_HOOKS`)."""
+    def register(typer):
+        _HOOKS[stub] = typer
+        return overload(stub, jit_options=JIT_OPTIONS, inline="always")(typer)
+    return register
+
+
+def _python_hook(typer):
+    """The stub of ``typer`` for plain Python: the implementation the typer picks for these values, called."""
+    def call(*args):
+        return typer(*args)(*args)
+    return call
+
+
 def zoo_begin(zoo):
     """The local generators of the methods with paths of their own (``None`` where absent)."""
 
@@ -194,28 +214,28 @@ def end_one(part, gen):
     """Write a method's generator back."""
 
 
-@overload(begin_one, jit_options=JIT_OPTIONS, inline="always")
+@_hook(begin_one)
 def _begin_one(part):
     if _none(part):
         return lambda part: None
     return lambda part: local_rng(part.rng)
 
 
-@overload(end_one, jit_options=JIT_OPTIONS, inline="always")
+@_hook(end_one)
 def _end_one(part, gen):
     if _none(part):
         return lambda part, gen: None
     return lambda part, gen: release_rng(part.rng, gen)
 
 
-@overload(zoo_begin, jit_options=JIT_OPTIONS, inline="always")
+@_hook(zoo_begin)
 def _zoo_begin(zoo):
     if _none(zoo):
         return lambda zoo: None
     return lambda zoo: (begin_one(zoo.hulc), begin_one(zoo.higrad), begin_one(zoo.ob), begin_one(zoo.ob_split))
 
 
-@overload(zoo_end, jit_options=JIT_OPTIONS, inline="always")
+@_hook(zoo_end)
 def _zoo_end(zoo, gens):
     if _none(zoo):
         return lambda zoo, gens: None
@@ -233,9 +253,9 @@ def set_point(point, value):
     """``point[:] = value``: a main path's number (scalar models) or ``(d,)`` array, into the ``(d,)`` scratch."""
 
 
-@overload(set_point, jit_options=JIT_OPTIONS, inline="always")
+@_hook(set_point)
 def _set_point(point, value):
-    if isinstance(value, (types.Array, LaneArrayType)):
+    if isinstance(value, (types.Array, LaneArrayType, np.ndarray)):  # (np.ndarray: plain Python, no numba)
         def copy(point, value):
             for q in range(point.shape[0]):
                 point[q] = value[q]
@@ -250,7 +270,7 @@ def dimension(dim):
     """The paths' dimension from :attr:`ZooPaths.dim`: a constant 1 for ``None``."""
 
 
-@overload(dimension, jit_options=JIT_OPTIONS, inline="always")
+@_hook(dimension)
 def _dimension(dim):
     if _none(dim):
         return lambda dim: 1
@@ -261,7 +281,7 @@ def plugin_gradient(part, d, grad):
     pass
 
 
-@overload(plugin_gradient, jit_options=JIT_OPTIONS, inline="always")
+@_hook(plugin_gradient)
 def _plugin_gradient(part, d, grad):
     if _none(part):
         return lambda part, d, grad: None
@@ -273,7 +293,7 @@ def _plugin_gradient(part, d, grad):
     return impl
 
 
-@overload(_gradient, jit_options=JIT_OPTIONS, inline="always")
+@_hook(_gradient)
 def _zoo_gradient(zoo, grad):
     if _none(zoo):
         return lambda zoo, grad: None
@@ -288,7 +308,7 @@ def row_step(params, obs, gen, thetas, sums, row, step, grad, point, d):
     """
 
 
-@overload(row_step, jit_options=JIT_OPTIONS, inline="always")
+@_hook(row_step)
 def _row_step(params, obs, gen, thetas, sums, row, step, grad, point, d):
     def impl(params, obs, gen, thetas, sums, row, step, grad, point, d):
         for q in range(d):
@@ -307,7 +327,7 @@ def hulc_step(part, d, gen, obs, i, c, gamma, ratio):
     pass
 
 
-@overload(hulc_step, jit_options=JIT_OPTIONS, inline="always")
+@_hook(hulc_step)
 def _hulc_step(part, d, gen, obs, i, c, gamma, ratio):
     if _none(part):
         return lambda part, d, gen, obs, i, c, gamma, ratio: None
@@ -351,7 +371,7 @@ def higrad_step(part, d, gen, obs, i, c, gamma, ratio):
     pass
 
 
-@overload(higrad_step, jit_options=JIT_OPTIONS, inline="always")
+@_hook(higrad_step)
 def _higrad_step(part, d, gen, obs, i, c, gamma, ratio):
     if _none(part):
         return lambda part, d, gen, obs, i, c, gamma, ratio: None
@@ -400,7 +420,7 @@ def boot_step(part, d, gen, obs, eta):
     pass
 
 
-@overload(boot_step, jit_options=JIT_OPTIONS, inline="always")
+@_hook(boot_step)
 def _boot_step(part, d, gen, obs, eta):
     if _none(part):
         return lambda part, d, gen, obs, eta: None
@@ -421,7 +441,7 @@ def obm_step(part, d, i, theta):
     pass
 
 
-@overload(obm_step, jit_options=JIT_OPTIONS, inline="always")
+@_hook(obm_step)
 def _obm_step(part, d, i, theta):
     if _none(part):
         return lambda part, d, i, theta: None
@@ -437,7 +457,7 @@ def _obm_step(part, d, i, theta):
     return impl
 
 
-@overload(_observe, jit_options=JIT_OPTIONS, inline="always")
+@_hook(_observe)
 def _zoo_observe(zoo, gens, obs, i, eta, c, gamma, ratio):
     if _none(zoo):
         return lambda zoo, gens, obs, i, eta, c, gamma, ratio: None
@@ -452,7 +472,7 @@ def _zoo_observe(zoo, gens, obs, i, eta, c, gamma, ratio):
     return impl
 
 
-@overload(_main, jit_options=JIT_OPTIONS, inline="always")
+@_hook(_main)
 def _zoo_main(zoo, i, theta):
     if _none(zoo):
         return lambda zoo, i, theta: None
@@ -463,7 +483,7 @@ def obm_centre(part, fi):
     pass
 
 
-@overload(obm_centre, jit_options=JIT_OPTIONS, inline="always")
+@_hook(obm_centre)
 def _obm_centre(part, fi):
     if _none(part):
         return lambda part, fi: None
@@ -474,11 +494,16 @@ def _obm_centre(part, fi):
     return impl
 
 
-@overload(zoo_recentre, jit_options=JIT_OPTIONS, inline="always")
+@_hook(zoo_recentre)
 def _zoo_recentre(zoo, fi):
     if _none(zoo):
         return lambda zoo, fi: None
     return lambda zoo, fi: obm_centre(zoo.obm, fi)
+
+
+if DISABLED:  # numba compiles nothing: each stub runs the implementation its overload would pick
+    for _stub, _typer in _HOOKS.items():
+        globals()[_stub.__name__] = _python_hook(_typer)
 
 
 # The kernels call these at every step: out-of-line functions that borrow their arrays

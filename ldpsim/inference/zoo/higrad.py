@@ -91,6 +91,16 @@ def sigma0(lengths, threads, weights) -> np.ndarray:
     return out
 
 
+def _empty_levels(n, nsplits, nthreads, step_ratio, first: int, splits: bool) -> str:
+    """Why ``createSplit`` left level 0 or every later level without a step, naming the key to change."""
+    tree = f"a HiGrad tree of higrad_splits = {nsplits} into higrad_threads = {nthreads}"
+    if first >= 1 or splits:  # one end of the tree is empty: the ratio of consecutive levels put it there
+        where, change = (("the levels after the first", "raise") if first >= 1 else ("level 0", "lower"))
+        return (f"higrad_step_ratio = {step_ratio} leaves {where} of {tree} without a step at n = {n} (lengths "
+                f"n r^k / sum_k r^k B_1..B_k, rounded); {change} higrad_step_ratio (or raise n)")
+    return f"n = {n} is too small for {tree} (higrad_step_ratio = {step_ratio}); raise n"
+
+
 @dataclass(frozen=True)
 class HiGradLayout:
     """The HiGrad tree for one setting.
@@ -138,7 +148,9 @@ class HiGradLayout:
                               f"B = {fan[1:].tolist()}")
         threads = np.cumprod(fan)
         if threads[-1] < 2:
-            raise ConfigError("HiGrad needs at least 2 final threads for its t interval")
+            raise ConfigError(f"a HiGrad tree of higrad_splits = {len(fans)} into higrad_threads = {fan[1:].tolist()} "
+                              f"has {int(threads[-1])} final thread: its t interval needs at least 2; raise "
+                              "higrad_threads")
         used = burnin + int((lengths * threads).sum())
         if used > n:
             raise ConfigError(f"the HiGrad tree uses {used} observations, more than n = {n}")
@@ -161,11 +173,13 @@ class HiGradLayout:
         budget = n - burnin
         first, ns, fans = create_split(budget, nsplits, nthreads, step_ratio, n0)
         if first < 1 or not ns:
-            raise ConfigError(f"n = {n} is too small for a HiGrad tree of {nsplits} splits into {nthreads} threads")
+            raise ConfigError(_empty_levels(n, nsplits, nthreads, step_ratio, first, bool(ns)))
         total = int(np.prod(fans))
         used = first + sum(length * int(np.prod(fans[:k + 1])) for k, length in enumerate(ns))
         if used > budget:
             ns[-1] -= -(-(used - budget) // total)  # ceil: each step of the last level costs T observations
+            if ns[-1] < 1:  # the rounding took more than the last level had
+                raise ConfigError(_empty_levels(n, nsplits, nthreads, step_ratio, 0, False))
         return cls.from_tree(n, first, ns, fans, burnin)
 
     @property

@@ -26,6 +26,7 @@ holding ``V`` in its upper triangle, ``sc`` ``(3,)`` with ``l, q, v``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,7 +62,13 @@ def obm_batch_starts(n: int, gamma: float, constant: float = 1.0, exponent: floa
     starts = [1]
     m = 1
     while True:
-        a = robust_floor(constant * float(m) ** beta)
+        try:
+            value = constant * float(m) ** beta
+        except OverflowError:  # m^beta beyond a double (gamma near 1): the batch starts beyond any n
+            break
+        if not value <= n + 1.0:  # (inf too)
+            break
+        a = robust_floor(value)
         if a > n:
             break
         if a > starts[-1]:
@@ -90,7 +97,13 @@ class OBMLayout:
         """The layout for ``n`` steps of step exponent ``gamma``."""
         starts = obm_batch_starts(n, gamma, constant, exponent)
         if starts.shape[0] < 2:
-            raise ConfigError(f"n = {n} is too small for OBM: its batch sequence has one batch only")
+            # the second batch starts at floor(C 2^beta) (or later, C < 1): say which keys put it beyond n
+            beta = 2.0 / (1.0 - gamma) if exponent is None else float(exponent)
+            log10 = math.log10(constant) + beta * math.log10(2.0)  # (2^beta overflows a double for gamma near 1)
+            second = f"{10.0 ** log10:.3g}" if log10 < 300 else f"10^{log10:.0f}"
+            raise ConfigError(f"n = {n} is too small for OBM with gamma = {gamma} and obm_constant = {constant:g}: one "
+                              f"batch only (they start at floor(obm_constant m^(2 / (1 - gamma))), the second at {second}); "
+                              "raise n, or lower gamma or obm_constant")
         return cls(int(n), starts)
 
     @property

@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from ...engine.config import ConfigError, Key, Range, check_range
 from ...engine.rng import BIT_GENERATOR
 from ...inference.intervals import METHODS as CLASSIC_METHODS
-from ...inference.intervals import normal_quantile
+from ...inference.intervals import MIN_BOOTSTRAP_DRAWS, min_bootstrap_draws, normal_quantile
 from ...inference.streaming import floor_power
 from ...inference.zoo import (OB_INTERVALS, ZOO_METHODS, HiGradLayout, HulCLayout, OBMLayout, higrad_interval,
                               higrad_state_size, higrad_thread_estimates, hulc_interval, hulc_splits, hulc_state_size,
                               ob_interval, obm_sigma, obm_state_size, plugin_sigma, plugin_state_size, wald_interval)
+from ...privacy.composition import basic_composition
+from ...recursion.keys import check_model
 from ...recursion.zoo import STREAM_CODES, ZooSpec
 
 #: The zoo's per-run keys (one value per run, like ``methods``; they change no stream of the main path).
@@ -37,7 +40,7 @@ ZOO_KEYS = (
     Key("ob_paths", "int", 100, grid=False, range=Range("[2, 100000]"),
         help="OB, OB_split: perturbed paths B (each user answers B + 1 times)"),
     Key("ob_interval", "choice", "normal", grid=False, choices=OB_INTERVALS,
-        help="OB, OB_split: interval from the bootstrap averages"),
+        help="OB, OB_split: interval from the bootstrap averages (percentile, basic: ob_paths >= max(50, 2 / (1 - level)))"),
     Key("higrad_splits", "int", 2, grid=False, range=Range("[1, 20]"), help="HiGrad: levels after the first (nsplits)"),
     Key("higrad_threads", "int", 2, grid=False, range=Range("[1, 100]"), help="HiGrad: threads per split (nthreads)"),
     Key("higrad_step_ratio", "float", 1.0, grid=False, range=Range("(0, 100]"),
@@ -46,6 +49,21 @@ ZOO_KEYS = (
         help="OBM: batches start at floor(C m^(2 / (1 - gamma))), C this constant"),
 )
 ZOO_KEY_NAMES = tuple(k.name for k in ZOO_KEYS)
+#: The methods each zoo key is read by.
+ZOO_KEY_METHODS = {"hulc_delta": ("HulC",), "ob_paths": ("OB", "OB_split"), "ob_interval": ("OB", "OB_split"),
+                   "higrad_splits": ("HiGrad",), "higrad_threads": ("HiGrad",), "higrad_step_ratio": ("HiGrad",),
+                   "obm_constant": ("OBM",)}
+
+
+def idle_zoo_keys(options) -> list[str]:
+    """A warning (a list of one, or empty) naming the zoo keys set away from their default whose methods do not run."""
+    idle = [(k.name, ZOO_KEY_METHODS[k.name]) for k in ZOO_KEYS
+            if options[k.name] != k.default and not any(m in options["methods"] for m in ZOO_KEY_METHODS[k.name])]
+    if not idle:
+        return []
+    keys = ", ".join(f"{name} = {options[name]!r} (read by {', '.join(readers)})" for name, readers in idle)
+    return [f"{keys} change{'s' if len(idle) == 1 else ''} nothing: methods lists no method that reads "
+            f"{'it' if len(idle) == 1 else 'them'}"]
 #: The methods whose paths run in the kernel (the others keep state of the main path only).
 PATH_METHODS = tuple(STREAM_CODES)
 
@@ -65,11 +83,11 @@ def _gdp(setting) -> bool:
 
 
 def split_setting(setting, options):
-    """OB_split's setting: each of the ``B + 1`` answers at ``epsilon / (B + 1)``, or ``mu / sqrt(B + 1)`` under GDP.
+    """OB_split's setting: each of the ``B + 1`` answers at ``1 / (B + 1)`` of the run's budget.
 
-    Sequential composition of ``k`` answers: ``k`` epsilon for pure (and
-    ``(k epsilon, k delta)`` for approximate) DP (Dwork & Roth 2014, Thm 3.16);
-    ``sqrt(k) mu`` for mu-GDP, exactly (Dong, Roth & Su 2022, Cor. 2). Without
+    ``epsilon / (B + 1)`` (and ``delta / (B + 1)`` for a Gaussian mechanism's
+    ``(epsilon, delta)``), or ``mu / sqrt(B + 1)`` under GDP, so that the
+    answers compose to the run's budget (:func:`user_privacy`). Without
     privacy the setting itself.
     """
     answers = options["ob_paths"] + 1
@@ -77,7 +95,76 @@ def split_setting(setting, options):
         return setting if math.isinf(setting.mu) else setting.replace(mu=setting.mu / math.sqrt(answers))
     if setting.epsilon is None or math.isinf(setting.epsilon):
         return setting
+    if getattr(setting, "delta", None) is not None:  # set only where the mechanism reads it (a Gaussian one)
+        return setting.replace(epsilon=setting.epsilon / answers, delta=setting.delta / answers)
     return setting.replace(epsilon=setting.epsilon / answers)
+
+
+@dataclass(frozen=True)
+class UserPrivacy:
+    """What one user pays for a method: ``answers`` answers of budget ``answer`` each, composing to ``total``.
+
+    Attributes
+    ----------
+    answers : int
+        How many privatized answers each user gives.
+    answer, total : dict
+        ``{"epsilon": e, "delta": d}`` (``delta`` 0 for a pure mechanism) or
+        ``{"mu": m}`` under GDP; empty without privacy.
+    factor : float
+        The total epsilon (mu; and delta) over the run's: the table's privacy
+        cost. Without privacy, the factor an infinite budget is multiplied by;
+        with a budget drawn per user, the factor of each user's own.
+    """
+
+    answers: int
+    answer: dict
+    total: dict
+    factor: float
+
+    def describe(self) -> str:
+        """One line: the answers, each one's budget and what they compose to, with the theorem."""
+        if not self.total:
+            return "no privacy (an infinite budget)"
+        if "mu" in self.total:
+            return (f"each user answers {self.answers} time(s) at mu = {self.answer['mu']:.6g}: mu = "
+                    f"{self.total['mu']:.6g} GDP per user (Dong, Roth & Su 2022, Cor. 2)")
+        each = f"epsilon = {self.answer['epsilon']:.6g}" + (f", delta = {self.answer['delta']:.6g}"
+                                                           if self.answer["delta"] else "")
+        return (f"each user answers {self.answers} time(s) at {each}: (epsilon = {self.total['epsilon']:.6g}, "
+                f"delta = {self.total['delta']:.6g}) LDP per user by sequential composition (Dwork & Roth 2014, "
+                "Thm 3.16)")
+
+
+def user_privacy(method: str, setting, options) -> UserPrivacy:
+    """The privacy each user pays for ``method`` in ``setting``: the one place it is computed.
+
+    ``OB`` asks each user ``B + 1`` times at the run's budget; ``OB_split``
+    ``B + 1`` times at :func:`split_setting`'s; every other method once
+    (HulC's segments and HiGrad's threads use disjoint observations, OBM and
+    the plug-in post-process the main path's answers). ``k`` answers of
+    ``(epsilon, delta)`` compose to ``(k epsilon, k delta)`` (Dwork & Roth
+    2014, Thm 3.16), ``k`` answers of ``mu``-GDP to ``sqrt(k) mu`` exactly
+    (Dong, Roth & Su 2022, Cor. 2). ``check``, the zoo table and docs/zoo.md
+    state what this returns.
+    """
+    answers = options["ob_paths"] + 1 if method in ("OB", "OB_split") else 1
+    each = split_setting(setting, options) if method == "OB_split" else setting
+    gdp = _gdp(setting)
+    # OB pays k answers at the run's budget; OB_split k at 1 / k of it (sqrt(k) under GDP), which compose to it
+    factor = (math.sqrt(answers) if gdp else answers) if method == "OB" else 1
+    if getattr(setting, "budget", None):  # each user's own budget, drawn (OB and OB_split refuse it): answered once
+        return UserPrivacy(answers, {}, {}, factor)
+    if gdp:
+        if math.isinf(setting.mu):
+            return UserPrivacy(answers, {}, {}, factor)
+        return UserPrivacy(answers, {"mu": each.mu}, {"mu": math.sqrt(answers) * each.mu}, factor)
+    if setting.epsilon is None or math.isinf(setting.epsilon):  # no privacy: the factor of an infinite budget
+        return UserPrivacy(answers, {}, {}, factor)
+    delta = getattr(each, "delta", None) or 0.0
+    epsilon, total_delta = basic_composition(each.epsilon, answers, delta)
+    return UserPrivacy(answers, {"epsilon": each.epsilon, "delta": delta}, {"epsilon": epsilon, "delta": total_delta},
+                       factor)
 
 
 def validate_zoo(setting, options) -> None:
@@ -92,6 +179,18 @@ def validate_zoo(setting, options) -> None:
     if boot and getattr(setting, "budget", None):
         raise ConfigError(f"methods {', '.join(boot)} split or multiply a budget per answer; budget = "
                           f"{setting.budget!r} draws one per user: give epsilon (or mu) instead")
+    kind, paths = options["ob_interval"], options["ob_paths"]
+    if boot and kind != "normal" and paths < min_bootstrap_draws(setting.level):
+        # the quantiles of B averages are their extremes below 2 / (1 - level) (2 paths at 0.9 covered 0.44)
+        raise ConfigError(f"ob_paths = {paths} bootstrap paths are too few for ob_interval = {kind} at level = "
+                          f"{setting.level}: its quantiles need ob_paths >= max({MIN_BOOTSTRAP_DRAWS}, 2 / (1 - level)) "
+                          f"= {min_bootstrap_draws(setting.level)}, as BB's B")
+    if "OB_split" in methods and split_setting(setting, options) is not setting:
+        try:  # its answers' model, at a budget B + 1 times smaller, must be computable as the main path's is
+            check_model(split_setting(setting, options))
+        except ConfigError as exc:
+            raise ConfigError(f"OB_split's answers, each at 1 / (ob_paths + 1) = 1 / {paths + 1} of the budget: {exc}; "
+                              "lower ob_paths or raise the budget") from None
     if "HulC" in methods:
         HulCLayout.build(setting.n, hulc_splits(setting.level, options["hulc_delta"]))
     if "HiGrad" in methods:
@@ -210,16 +309,15 @@ def state_floats(method: str, d: int, setting, options) -> int:
 
 
 def privacy_factor(method: str, options, setting=None) -> float:
-    """The privacy cost per user as a factor of the run's epsilon (of mu under GDP): OB's ``B + 1`` answers compose.
+    """The privacy cost per user as a factor of the run's epsilon (of mu under GDP): :func:`user_privacy`'s.
 
-    ``B + 1`` for epsilon (sequential composition), ``sqrt(B + 1)`` for mu-GDP;
-    1 for every other method (OB_split pays its ``B + 1`` answers with a
-    smaller budget each, the rest answer once).
+    ``B + 1`` for OB (``sqrt(B + 1)`` under GDP), 1 for every other method (a
+    setting without privacy if ``setting`` is None). A Gaussian mechanism's
+    delta scales by the same factor.
     """
-    if method != "OB":
-        return 1
-    answers = options["ob_paths"] + 1
-    return math.sqrt(answers) if setting is not None and _gdp(setting) else answers
+    if setting is None:
+        return options["ob_paths"] + 1 if method == "OB" else 1
+    return user_privacy(method, setting, options).factor
 
 
 def oracle_length(sigma: np.ndarray, n: int, level: float) -> np.ndarray:
@@ -257,6 +355,7 @@ def nan_seconds(methods) -> np.ndarray:
 
 
 __all__ = ["PATH_METHODS", "Stopwatch", "ZOO_KEYS", "ZOO_KEY_NAMES", "classic_methods", "method_generator",
-           "oracle_length", "privacy_factor", "replication_index", "split_setting", "state_floats", "validate_zoo",
+           "ZOO_KEY_METHODS", "idle_zoo_keys", "oracle_length", "privacy_factor", "replication_index", "split_setting", "state_floats", "UserPrivacy",
+           "user_privacy", "validate_zoo",
            "zoo_bounds",
            "zoo_generators", "zoo_methods", "zoo_spec"]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...engine.usercode import display
 from ...engine.errors import MissingExtra
 from ...models import build_model
 from ...reporting.figures import figure_class
@@ -32,11 +33,28 @@ FIGURE = "zoo.png"
 
 
 def _mean_se(values) -> tuple[float, float]:
-    """Mean and its SE, the SD taken with ``ddof = 0`` (for a 0/1 sample: the binomial SE ``sqrt(p (1 - p) / r)``)."""
+    """Mean and its SE, the SD taken with ``ddof = 0`` (for a 0/1 sample: the binomial SE ``sqrt(p (1 - p) / r)``).
+
+    One replication has no SE (NaN, as in summary.csv): its spread of 0 is not a precision.
+    """
     values = np.asarray(values, dtype=float)
     if values.shape[0] == 0:
         return math.nan, math.nan
+    if values.shape[0] == 1:
+        return float(values[0]), math.nan
     return float(values.mean()), float(values.std()) / math.sqrt(values.shape[0])
+
+
+def _rounding_only(lo: np.ndarray, hi: np.ndarray) -> bool:
+    """Whether the lengths ``hi - lo`` ``(R, d)`` differ only by the rounding of their ends (the oracle's).
+
+    ``lo = est - h`` and ``hi = est + h`` each round by half a unit in the last
+    place of the larger end, and so does their difference: a spread of the
+    lengths within 4 such units is rounding, and the SE of their mean is 0.
+    """
+    lengths = hi - lo
+    ulp = np.spacing(np.maximum(np.abs(lo), np.abs(hi)).max(axis=0))
+    return bool((np.ptp(lengths, axis=0) <= 4.0 * ulp).all())
 
 
 def zoo_rows(config, results: list[dict]) -> list[dict]:
@@ -52,9 +70,11 @@ def zoo_rows(config, results: list[dict]) -> list[dict]:
             lo, hi = res["bounds"][ok, j, :, 0], res["bounds"][ok, j, :, 1]
             coverage, coverage_se = _mean_se(((lo <= truth) & (truth <= hi)).mean(axis=1))
             ratio, ratio_se = _mean_se(((hi - lo) / oracle).mean(axis=1))
+            if lo.shape[0] > 1 and _rounding_only(lo, hi):  # the oracle's length is a number, not a random variable
+                ratio_se = 0.0
             seconds = res["seconds"][:, j]
             seconds = seconds[np.isfinite(seconds)]
-            row = {k: getattr(setting, k) for k in keys}
+            row = {k: display(getattr(setting, k)) for k in keys}
             row.update(method=method, n=setting.n, reps=int(ok.sum()), n_failed=int((~ok).sum()),
                        coverage=coverage, coverage_se=coverage_se, length_ratio=ratio, length_ratio_se=ratio_se,
                        privacy_cost=privacy_factor(method, config.options, setting),
@@ -72,6 +92,20 @@ def _cell(value, digits: int = 3) -> str:
     return str(value)
 
 
+def _pm(value, se) -> str:
+    """``value +- se``; an SE within rounding of the value (a deterministic length, a zoo.csv of an earlier run) is 0.
+
+    ``-`` where there is no value (every replication of the method failed), the value alone where it has no SE.
+    """
+    if not isinstance(value, (int, float)) or math.isnan(value):
+        return "-"
+    if not isinstance(se, (int, float)) or math.isnan(se):
+        return _cell(value)
+    if abs(se) <= 1e-12 * abs(value):
+        se = 0
+    return f"{_cell(value)} +- {_cell(se)}"
+
+
 def render_zoo_markdown(rows: list[dict], title: str | None, level: float | None) -> str:
     """``zoo.md``: a table per setting, the methods as rows."""
     from tabulate import tabulate
@@ -79,18 +113,21 @@ def render_zoo_markdown(rows: list[dict], title: str | None, level: float | None
     keys = [k for k in rows[0] if k not in ZOO_COLUMNS] + ["n"]
     parts = [f"# {title or 'zoo'}: every method on the same streams", ""]
     if level is not None:
-        parts += [f"Nominal coverage {level}; +- is one Monte Carlo SE. Length over the oracle's (the interval with "
+        nominal = f"Nominal coverage {level}" if _nominal([{}], level) is not None else "Nominal coverage: each table's level"
+        parts += [f"{nominal}; +- is one Monte Carlo SE. Length over the oracle's (the interval with "
                   "the true asymptotic variance). Privacy cost: the epsilon (mu under GDP) each user spends, as a "
-                  "factor of the run's, by sequential composition (GDP: sqrt(k) mu for k answers). State: floats kept per replication beyond the main path's iterate and sum. Time: seconds "
+                  "factor of the run's, by sequential composition (GDP: sqrt(k) mu for k answers; a Gaussian mechanism's "
+                  "delta by the same factor, OB_split's answers each at epsilon / (B + 1), delta / (B + 1)). State: floats kept per replication beyond the main path's iterate and sum. Time: seconds "
                   "per replication, measured in this run (main path included).", ""]
     groups = {}
     for row in rows:
         groups.setdefault(tuple(row[k] for k in keys), []).append(row)
     for values, group in groups.items():
-        parts.append("## " + ", ".join(f"{k} = {v}" for k, v in zip(keys, values)))
+        # a key the setting does not read (no mechanism at epsilon = inf: None in a run, blank in zoo.csv) is left out
+        parts.append("## " + ", ".join(f"{k} = {v}" for k, v in zip(keys, values) if v is not None and v != ""))
         parts.append("")
-        table = [[r["method"], f"{_cell(r['coverage'])} +- {_cell(r['coverage_se'])}",
-                  f"{_cell(r['length_ratio'])} +- {_cell(r['length_ratio_se'])}", r["privacy_cost"], r["state_floats"],
+        table = [[r["method"], _pm(r["coverage"], r["coverage_se"]),
+                  _pm(r["length_ratio"], r["length_ratio_se"]), r["privacy_cost"], r["state_floats"],
                   _cell(r["seconds_per_rep"]), r["reps"], r["n_failed"]] for r in group]
         parts.append(tabulate(table, headers=["method", "coverage", "length / oracle", "privacy cost (x budget)",
                                               "state (floats)", "s / rep", "reps", "failed"], tablefmt="github"))
@@ -108,6 +145,12 @@ def write_zoo_outputs(out: Path, rows: list[dict] | None, title: str | None, lev
     except MissingExtra as exc:
         print(f"ldpsim: zoo figure skipped: {exc}", file=sys.stderr)
         return ["zoo.md"]
+
+
+def _nominal(group: list[dict], level) -> float | None:
+    """The nominal level of a panel: its rows' ``level`` where the run varies it, else the run's ``level``."""
+    value = group[0].get("level", level)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _x(value) -> float:
@@ -164,8 +207,9 @@ def write_zoo_figure(out: Path, rows: list[dict], title: str | None, level: floa
             ax.set_xticks(ticks, labels)
             ax.minorticks_off()
             ax.set_xlabel(x_key)
-        if level is not None:
-            ax_cov.axhline(level, color="grey", ls="--", lw=1)
+        nominal = _nominal(group, level)
+        if nominal is not None:
+            ax_cov.axhline(nominal, color="grey", ls="--", lw=1)
         ax_len.axhline(1.0, color="grey", ls="--", lw=1)
         ax_len.set_yscale("log")
         ax_cov.set_ylabel("coverage (+-2 SE)")

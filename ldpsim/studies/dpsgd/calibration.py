@@ -22,7 +22,7 @@ import numpy as np
 from ...inference import dpsgd as dpi
 from ...inference.streaming import StreamLayout, floor_power
 from ...engine.config import show
-from ...privacy.accountants import SIGMA_CAP, calibrate_sigma, epsilon_pair
+from ...privacy.accountants import SIGMA_CAP, Unresolved, calibrate_sigma, epsilon_pair
 from ...privacy.accounting import MAX_LOG_SIGMA, clt_mu, clt_sigma, step_noise_sd
 from ...privacy.gdp import gdp_epsilon, gdp_mu
 from . import glm
@@ -150,14 +150,25 @@ def budget_problem(s) -> str | None:
         return None
     what = (f"epsilon = {show(s.epsilon)}" if s.epsilon is not None
             else f"mu = {show(s.mu)} (epsilon = {target:.4g} at delta = {show(s.delta)})")
-    if target > EPSILON_ACCOUNTED_MAX:
+    if target > EPSILON_ACCOUNTED_MAX and s.accountant in ("pld", "rdp"):  # (clt and gdp are closed forms)
+        other = "accountant = clt, an approximation" + (", or gdp, exact" if s.sampling == "cyclic" else "")
         return (f"{what} is above what the {s.accountant} accountant is asked to calibrate; allowed: epsilon <= "
-                f"{EPSILON_ACCOUNTED_MAX:g} (or accountant = clt, an approximation)")
+                f"{EPSILON_ACCOUNTED_MAX:g} (or {other})")
     steps = floor_power(s.n, s.kappa)
     try:
         path_sigma(s, steps)
-    except ValueError:
-        floor = epsilon_pair(s.accountant, s.sampling, SIGMA_CAP, steps, s.n, s.batch_size, s.delta)[0]
+    except Unresolved as exc:
+        return f"{what}: {exc}; use accountant = rdp (a valid bound, looser) or a larger delta"
+    except ValueError as exc:
+        if s.accountant not in ("pld", "rdp"):
+            return f"{what} cannot be calibrated by the {s.accountant} accountant for T = {steps} steps: {exc}"
+        try:
+            floor = epsilon_pair(s.accountant, s.sampling, SIGMA_CAP, steps, s.n, s.batch_size, s.delta)[0]
+        except Unresolved as unresolved:
+            return f"{what}: {unresolved}; use accountant = rdp (a valid bound, looser) or a larger delta"
+        if not math.isfinite(floor):
+            return (f"{what}: the {s.accountant} accountant certifies no finite epsilon at delta = {show(s.delta)} "
+                    f"for T = {steps} steps even at a noise multiplier of {SIGMA_CAP:g}; raise delta")
         return (f"{what} is below what the {s.accountant} accountant certifies for T = {steps} steps even at a noise "
                 f"multiplier of {SIGMA_CAP:g}; allowed here: epsilon >= {floor:.3g} at delta = {show(s.delta)}")
     return None

@@ -48,6 +48,10 @@ from .kernel import draw_data, draw_data_twin, replication_seconds, run_dpgd, ru
 LANES_MAX_N = 100_000
 
 
+#: A pilot runs at least this many DP-SGD steps (or the setting's own).
+PILOT_MIN_STEPS = 2000
+
+
 def default_lanes() -> int:
     """The DP-SGD kernel's default lanes: one SIMD register of doubles (scripts/bench_dpsgd.py measures each width)."""
     return vector_width()
@@ -276,6 +280,15 @@ class DpsgdStudy(Study):
     def seconds(self, setting, options):
         dpgd = sum(t2 for method, t2 in output_columns(options) if method == "DPGD")
         return replication_seconds(setting.n, DIM, self.steps(setting), setting.batch_size, dpgd)
+
+    def pilot_setting(self, setting, options, fraction):
+        # the same data, fewer steps (T = n^kappa); the noise is calibrated by the CLT, a closed form: the kernel's
+        # cost does not depend on its size, and a valid accountant would be asked anew (seconds with PLD)
+        steps = self.steps(setting)
+        if fraction >= 1.0 or steps <= PILOT_MIN_STEPS or setting.n < 2:
+            return setting
+        target = max(PILOT_MIN_STEPS, int(round(steps * fraction)))
+        return setting.replace(kappa=math.log(target) / math.log(setting.n), accountant="clt")
 
     def warm_up(self, config, lanes=None):
         gen = as_generator(0)

@@ -31,7 +31,7 @@ import numpy as np
 
 from ...engine.config import Config
 from ...inference.intervals import normal_quantile
-from ...privacy.accountants import ACCOUNTANTS, IS_BOUND, SUPPORTED, epsilon_pair
+from ...privacy.accountants import ACCOUNTANTS, IS_BOUND, SUPPORTED, Unresolved, epsilon_pair
 from ...privacy.accounting import NEIGHBOURS, clt_mu
 from ...privacy.gdp import compose, gdp_epsilon
 from ...reporting.stats import mean_se, proportion
@@ -101,8 +101,11 @@ def privacy_row(keys, setting, methods, cal, chunk) -> dict:
     for name in ACCOUNTANTS:
         alone = total = math.nan
         if setting.sampling in SUPPORTED[name]:
-            alone, total = epsilon_pair(name, setting.sampling, cal.sigma, cal.steps, setting.n, setting.batch_size,
-                                        delta, extra)
+            try:
+                alone, total = epsilon_pair(name, setting.sampling, cal.sigma, cal.steps, setting.n,
+                                            setting.batch_size, delta, extra)
+            except Unresolved:  # another accountant's column, which PLD cannot resolve at this delta: blank
+                pass
         row[f"eps_{name}"], row[f"eps_total_{name}"] = alone, total
     row["epsilon_path"] = row[f"eps_{setting.accountant}"]
     row["epsilon"] = row[f"eps_total_{setting.accountant}"]

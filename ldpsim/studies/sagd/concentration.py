@@ -175,6 +175,14 @@ class ConcentrationStudy(SagdStudy):
         T = setting_T(s, build_model(s, options["nodes"]))
         return data_seconds(s.n, s.d) + path_seconds(T, points, s.d, options["nodes"], True)
 
+    #: settings that differ in the noise and its steps run the same kernels: one pilot
+    size_keys = ("n", "sigma", "T")
+
+    def pilot_setting(self, setting, options, fraction):
+        # the same data and noise, a fraction of the steps
+        T = setting_T(setting, build_model(setting, options["nodes"]))
+        return setting if fraction >= 1.0 else setting.replace(T=max(1, int(round(T * fraction))))
+
     def warm_up(self, config, lanes=None):
         # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)
         s = config.settings[0].replace(n=8)

@@ -129,6 +129,13 @@ class GeneralizationStudy(SagdStudy):
         return data_seconds(s.n, s.d) + sum((sparse if m == "sagd_sparse" else per_method) + losses
                                             for m in options["methods"])
 
+    #: settings that differ in the noise and the passes run the same kernels: one pilot
+    size_keys = ("n", "sigma", "epochs")
+
+    def pilot_setting(self, setting, options, fraction):
+        # the same data, fewer passes
+        return setting if fraction >= 1.0 else setting.replace(epochs=max(1, int(round(setting.epochs * fraction))))
+
     def warm_up(self, config, lanes=None):
         # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)
         s = config.settings[0].replace(n=8)

@@ -136,6 +136,10 @@ class RateStudy(SagdStudy):
         T = schedule(s, build_model(s, options["nodes"]))[1]
         return data_seconds(s.n, s.d) + path_seconds(T, s.n, s.d, options["nodes"], True)
 
+    def pilot_setting(self, setting, options, fraction):
+        # the same data, a fraction of the steps
+        return setting if fraction >= 1.0 else setting.replace(T_factor=setting.T_factor * fraction)
+
     def warm_up(self, config, lanes=None):
         # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)
         s = config.settings[0].replace(n=8)
