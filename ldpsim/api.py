@@ -36,10 +36,11 @@ import numpy as np
 
 from .engine.backends import check_backend, local_workers
 from .engine.chunks import chunk_key, chunk_size
-from .engine.config import Config, check_run_memory, check_run_time, plain, show
+from .engine.config import Config, check_run_memory, plain, show
 from .engine.driver import simulate
 from .engine.errors import ConfigError
 from .engine.outdir import RunIdentity, check_path, identity_of_meta, open_output, read_meta, write_text
+from .engine.pilot import check_run_time
 from .reporting.csvio import read_csv, write_csv
 from .reporting.meta import git_commit, machine, versions
 from .studies import DEFAULT_STUDY, get_study, load
@@ -295,7 +296,7 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
         workers = min(local_workers(n_jobs), sum(-(-config.reps // chunk_size(study.steps(s))) for s in config.settings))
         check_run_memory(study, config.settings, config.options, config.reps, workers=workers)
         # (on a cluster of unknown size the time is not estimated)
-        check_run_time(study, config.settings, config.options, config.reps, workers, allow_long)
+        check_run_time(study, config, workers, allow_long, lanes)
     log = log if log is not None else _stderr
     identity = _identity(config)
     started = datetime.now(timezone.utc)
@@ -320,6 +321,7 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
         "git_commit": commit,
         "machine": machine(),
     }
+    meta.update(study.run_meta(config))  # users' files (path, SHA-256) and the truths estimated for them
     handle = None
     if out is not None:
         keys = {chunk_key(study, s, config) for s in config.settings}
@@ -330,6 +332,8 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
         # the invocations of this run so far (an interrupted run being resumed), and this one
         earlier = read_meta(handle.path / "meta.json")[0] if resume and handle.holds_this_run else None
         meta["invocations"] = _invocations(earlier) + [{"started_utc": meta["started_utc"], "status": "running"}]
+        if handle is not None:
+            _copy_user_files(handle.path, meta)  # a result without its model's source cannot be reproduced
         if handle is not None and not handle.holds_this_run:
             # which run this directory holds, before any work: an interrupted run is identified, and resumed
             _write_meta(handle.path, meta)
@@ -365,6 +369,24 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
         if handle is not None:
             handle.close()
     return result
+
+
+def _copy_user_files(out: Path, meta: dict) -> None:
+    """Copy each user's file of the run into ``out/user_files/`` and record the copy's name in ``meta``."""
+    import shutil
+
+    taken = set()
+    for entry in meta.get("user_files", []):
+        source = Path(entry["path"])
+        name = source.name if source.name not in taken else f"{entry['sha256'][:8]}_{source.name}"
+        taken.add(name)
+        try:
+            (out / "user_files").mkdir(exist_ok=True)
+            shutil.copyfile(source, out / "user_files" / name)
+        except OSError as exc:
+            raise ConfigError(f"out = {str(out)!r}: cannot copy {str(source)!r} into user_files/: "
+                              f"{exc.strerror or exc}") from None
+        entry["copy"] = f"user_files/{name}"
 
 
 def _invocations(meta) -> list:
@@ -459,12 +481,13 @@ def open_result(out: str | Path) -> Result:
         raise ConfigError(f"{str(out / 'meta.json')!r} has a 'varied' entry that is not a list of keys")
     study = get_study(config.get("study", meta.get("study", DEFAULT_STUDY)))
     tables = {}
+    required = study.required_tables(config)
     for name in study.tables:
         path = out / f"{name}.csv"
         if path.is_file():
             tables[name] = read_csv(path, columns=study.table_columns.get(name))
-        elif name in study.table_columns:
-            raise ConfigError(f"dir = {str(out)!r} has no {name}.csv, which a {study.name} run writes")
+        elif name in required:
+            raise ConfigError(f"dir = {str(out)!r} has no {name}.csv, which {required[name]} writes")
     return Result(None, tables, meta, out)
 
 

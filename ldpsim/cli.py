@@ -95,55 +95,121 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="set any config key, as for run")
 
+    keys = sub.add_parser("keys", help="the config keys of a model, built-in or a user's file (path.py:Class)")
+    keys.add_argument("model", help="a built-in model's name, or a user's model as path/to/file.py:Class")
+
+    audit = sub.add_parser("audit", help="audit a user's mechanism (path.py:Class): an empirical lower bound on its "
+                                         "epsilon, drawn through its kernel code")
+    audit.add_argument("mechanism", help="a user's mechanism as path/to/file.py:Class")
+    audit.add_argument("--epsilon", default="1", help="budget the mechanism is built with (default 1)")
+    audit.add_argument("--delta", default=None, help="its delta, for a mechanism that takes one")
+    audit.add_argument("--bounds", default="1", help="the gradient's bound per coordinate, e.g. 1 or 1,0.5 (default 1)")
+    audit.add_argument("--draws", default="1e6", help="draws per input (default 1e6)")
+    audit.add_argument("--seed", default="20240501", help="seed of the draws")
+
     fit = sub.add_parser("fit", help="DP-SGD estimates and private confidence intervals on a CSV file (002)",
                          description="The budget covers the whole release: the DP-SGD path, the private A~ and S~ "
-                                     "of the intervals, and the private scaling of the columns.")
-    fit.add_argument("data", help="CSV file with a header row; numeric columns")
+                                     "of the intervals, and the private scaling of the columns. Where the release "
+                                     "would be unreliable (too few rows for the budget, a path that cannot move or "
+                                     "did not settle, a scaling that found nothing above its noise) fit refuses "
+                                     "in one line, decided from public or private quantities only. Numbers are "
+                                     "decimal (digits, at most one '.', an optional exponent).")
+    fit.add_argument("data", nargs="?", help="CSV file with a header row; numeric columns")
     fit.add_argument("--model", choices=("linear", "logistic"), default="linear")
     fit.add_argument("--response", required=True, help="response column (logistic: 0/1)")
-    fit.add_argument("--covariates", nargs="+", metavar="COLUMN", help="covariate columns (default: all others)")
+    fit.add_argument("--covariates", nargs="+", action=_Once, metavar="COLUMN",
+                     help="covariate columns (default: all others); put the data file before this flag (a file "
+                          "named last here is taken as the data when none was given)")
     budget = fit.add_mutually_exclusive_group()
-    budget.add_argument("--epsilon", type=float, help="budget of the whole release as (epsilon, --delta)-DP")
-    budget.add_argument("--mu", type=float, help="budget of the whole release as mu-GDP, read at --delta")
-    fit.add_argument("--delta", type=float, default=1e-5, help="delta of the budget and of the guarantee (1e-5)")
+    budget.add_argument("--epsilon", type=_decimal, help="budget of the whole release as (epsilon, --delta)-DP")
+    budget.add_argument("--mu", type=_decimal, help="budget of the whole release as mu-GDP, read at --delta")
+    fit.add_argument("--delta", type=_decimal, default=1e-5,
+                     help="delta of the budget and of the guarantee (1e-5; keep it well below 1/n)")
     fit.add_argument("--accountant", choices=("rdp", "pld", "gdp", "clt"),
-                     help="default the valid one for --sampling: rdp (swor), pld (poisson), gdp (cyclic); clt is "
-                          "002's approximation, not a bound")
+                     help="default the valid one for --sampling: rdp (swor), pld (poisson, replace-one "
+                          "neighbours); clt (swor only) is 002's approximation, not a bound")
     fit.add_argument("--sampling", choices=("swor", "poisson", "cyclic"), default="swor",
-                     help="mini-batches without replacement (default), Poisson, or cyclic passes")
-    fit.add_argument("--share-moments", type=float, default=0.1,
+                     help="mini-batches without replacement (default) or Poisson; cyclic passes are refused (with "
+                          "noise each pass costs budget and the intervals do not cover)")
+    fit.add_argument("--share-moments", type=_decimal, default=0.1,
                      help="share of the GDP budget mu^2 for A~ and S~ (default 0.1)")
-    fit.add_argument("--share-scaling", type=float, default=0.1,
-                     help="share of mu^2 for the private scaling (default 0.1; only if a column is scaled privately)")
-    fit.add_argument("--bounds", nargs="+", metavar="COLUMN=LOW:HIGH",
-                     help="public bounds of columns (values clipped to them; spends nothing), e.g. age=18:100")
+    fit.add_argument("--share-scaling", type=_decimal, default=0.1,
+                     help="share of mu^2 for the private scaling (default 0.1; used and checked only if a column is "
+                          "scaled privately)")
+    fit.add_argument("--bounds", nargs="+", action=_Once, metavar="COLUMN=LOW:HIGH",
+                     help="public bounds of columns, each once (values clipped to them; spends nothing), e.g. "
+                          "age=18:100")
     scaling = fit.add_mutually_exclusive_group()
     scaling.add_argument("--no-scaling", "--no-standardize", dest="no_scaling", action="store_true",
                          help="use the columns without bounds as they are (their scale is taken as public)")
     scaling.add_argument("--nonprivate-scaling", action="store_true",
-                         help="scale by the sample means and SDs: NOT private, and the output says so")
-    fit.add_argument("--clip", type=float, help="per-example gradient clip (default 3 sqrt(d) linear, 1.5 sqrt(d) logistic)")
-    fit.add_argument("--kappa", type=float, default=2.0, help="T = min(n^kappa, --max-steps) steps (default 2)")
+                         help="scale by the sample means and SDs: NOT private, and the output opens by saying so")
+    fit.add_argument("--clip", type=_decimal,
+                     help="per-example gradient clip (default 3 sqrt(d) linear, 1.5 sqrt(d) logistic)")
+    fit.add_argument("--kappa", type=_decimal, default=2.0, help="T = min(n^kappa, --max-steps) steps (default 2)")
     fit.add_argument("--max-steps", default="1e8", help="cap on T (default 1e8)")
-    fit.add_argument("--batch-size", type=int, default=1, help="m (default 1)")
-    fit.add_argument("--c", type=float, default=0.2, help="step size eta_t = c t^-0.501 (default 0.2)")
-    fit.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
-    fit.add_argument("--seed", type=int, help="seed (default: fresh entropy; a fixed seed makes the noise reproducible)")
+    fit.add_argument("--batch-size", type=_whole, default=1, help="m (default 1)")
+    fit.add_argument("--c", type=_decimal, default=0.2, help="step size eta_t = c t^-0.501 (default 0.2)")
+    fit.add_argument("--level", type=_decimal, default=0.95, help="confidence level (default 0.95)")
+    fit.add_argument("--seed", type=_whole,
+                     help="seed of the noise. Default: a fresh random seed, never printed unless --show-seed. A "
+                          "fixed seed makes the guarantee hold only while the seed is secret: whoever has it can "
+                          "redraw the noise and subtract it (reproducible simulations belong to `run`)")
+    fit.add_argument("--show-seed", action="store_true",
+                     help="print the fresh seed drawn, to reproduce the run (keep it as secret as the data)")
     fit.add_argument("--show-nonprivate", action="store_true", help="also print the full-sample fit (NOT private)")
+    fit.add_argument("--show-values", action="store_true",
+                     help="put data values and row numbers into error messages (default: left out, so that a log "
+                          "of errors carries no data; use only at your own terminal)")
     return parser
+
+
+def _decimal(text: str) -> float:
+    """A fit option's number under the one rule of fit's numbers (``1_000`` and hex refused, as in cells)."""
+    from .studies.dpsgd.fitdata import parse_number
+
+    try:
+        return parse_number(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _whole(text: str) -> int:
+    """A fit option's integer: decimal digits only (``int`` alone reads ``1_000``)."""
+    if not text.strip().isascii() or not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number in decimal digits")
+    return int(text)
 
 
 def _fit(args) -> int:
     from .engine.config import as_int
     from .studies.dpsgd.fit import fit
+    from .studies.dpsgd.fitdata import NUMBER_RULE, parse_number
 
+    data, covariates = args.data, args.covariates
+    if data is None:
+        # argparse gives --covariates everything after it, the data file too
+        if covariates and Path(covariates[-1]).is_file():
+            data, covariates = covariates[-1], covariates[:-1] or None
+        else:
+            raise ConfigError("give the data file (fit DATA.csv --response Y ...), before --covariates")
+    elif covariates and Path(covariates[-1]).is_file():
+        if Path(covariates[-1]).resolve() != Path(data).resolve():
+            raise ConfigError(f"{covariates[-1]!r} after --covariates is a file, and the data file is {data!r}: give "
+                              "one data file")
+        covariates = covariates[:-1] or None  # the data file named twice
     scaling = "none" if args.no_scaling else "nonprivate" if args.nonprivate_scaling else "private"
-    result = fit(args.data, args.model, args.response, args.covariates, epsilon=args.epsilon, mu=args.mu,
+    try:
+        steps = parse_number(args.max_steps)
+    except ValueError:
+        raise ConfigError(f"max_steps = {args.max_steps!r} is not {NUMBER_RULE}") from None
+    max_steps = as_int("max_steps", steps)
+    result = fit(data, args.model, args.response, covariates, epsilon=args.epsilon, mu=args.mu,
                  delta=args.delta, accountant=args.accountant, sampling=args.sampling,
                  share_moments=args.share_moments, share_scaling=args.share_scaling, scaling=scaling,
-                 bounds=args.bounds, clip=args.clip, kappa=args.kappa, max_steps=as_int("max_steps", args.max_steps),
+                 bounds=args.bounds, clip=args.clip, kappa=args.kappa, max_steps=max_steps,
                  batch_size=args.batch_size, c=args.c, level=args.level, seed=args.seed,
-                 show_nonprivate=args.show_nonprivate)
+                 show_nonprivate=args.show_nonprivate, show_values=args.show_values, show_seed=args.show_seed)
     print(result.render())
     return 0
 
@@ -192,6 +258,10 @@ def _run(args) -> int:
                      backend=args.backend, scheduler=args.scheduler, resume=args.resume, force=args.force,
                      progress=not args.quiet, command=[PROG, *sys.argv[1:]], overrides_from="--set",
                      allow_long=args.allow_long, lanes=args.lanes, **overrides)
+    # the run's outputs are complete: a SIGTERM from here on (a batch system's limit) no longer interrupts it, and
+    # loky's workers are stopped now, before the interpreter's exit, which a signal would cut short (leaked
+    # semaphores, raw warnings)
+    _outputs_complete()
     if not args.quiet:
         print(result.render())
     failed = result.meta["n_failed"]
@@ -212,9 +282,11 @@ def _table(args) -> int:
     except OSError as exc:
         raise ConfigError(f"dir = {args.dir!r}: cannot write {exc.filename or 'its tables'}: "
                           f"{exc.strerror or exc}") from None
+    except ConfigError:  # the study's own check of its tables, one line already
+        raise
     except (KeyError, ValueError, TypeError, IndexError) as exc:  # tables that pass their checks but disagree
         raise ConfigError(f"dir = {args.dir!r}: its tables cannot be drawn ({type(exc).__name__}: {exc}); "
-                          "are summary.csv and meta.json from one run?") from None
+                          "are its CSV tables (summary.csv, and zoo.csv for the zoo) and meta.json from one run?") from None
     print(text)
     return 0
 
@@ -270,15 +342,15 @@ def _compare(args) -> int:
 def _trace(args) -> int:
     import numpy as np
 
-    from .engine.config import check_keys
     from .engine.interrupt import in_worker_thread
     from .engine.outdir import RunIdentity, open_output
     from .engine.resources import check_time
     from .recursion.keys import path_seconds
-    from .studies.coverage.trace import TRACE_KEYS, compute_trace, figure_class, load_trace, write_trace, write_trace_meta
+    from .studies.coverage.trace import (check_trace_keys, compute_trace, figure_class, load_trace, write_trace,
+                                         write_trace_meta)
 
     overrides = _assignments(args.set)
-    check_keys(overrides, "--set", TRACE_KEYS)
+    check_trace_keys(overrides, "--set", context=_config_model(args.config))  # a user's model: its keys too
     for key in ("n", "seed"):
         if getattr(args, key) is not None:
             if key in overrides:
@@ -317,6 +389,52 @@ def _trace(args) -> int:
     return 0
 
 
+def _keys(args) -> int:
+    """The keys a model reads besides the common path keys, with their defaults and what they allow."""
+    from tabulate import tabulate
+
+    from .engine.config import show
+    from .models import canonical_model, model_class
+    from .recursion.keys import PATH_KEYS, with_model_keys
+
+    value = canonical_model("model", args.model)
+    cls = model_class(value)
+    keys = {k.name: k for k in with_model_keys(PATH_KEYS, {"model": value})}
+    rows = [[name, show(keys[name].default), keys[name].allowed(), keys[name].help] for name in cls.keys if name in keys]
+    common = ", ".join(dict.fromkeys(k for k in ("epsilon", *cls.path_keys) if k not in cls.keys and k != "n"))
+    from .engine.usercode import shown
+
+    print(f"model {shown(value)} ({cls.name}, {'a user' + chr(39) + 's file' if cls.declared else 'built-in'})")
+    print(tabulate(rows, ["key", "default", "allowed", "what"], tablefmt="github") if rows else "no keys of its own")
+    print(f"and the keys of every path: {common}, n, batch_size (README, Config keys)")
+    return 0
+
+
+def _audit(args) -> int:
+    """Audit a user's mechanism through its registered noise function; exit 1 if the audit refutes its claim."""
+    from .engine.config import as_float, as_int
+    from .privacy.user_audit import audit_mechanism
+
+    bounds = [as_float("--bounds", b) for b in str(args.bounds).split(",")]
+    delta = None if args.delta is None else as_float("--delta", args.delta)
+    text, refuted = audit_mechanism(args.mechanism, as_float("--epsilon", args.epsilon), bounds, delta,
+                                    as_int("--draws", args.draws), as_int("--seed", args.seed))
+    print(text)
+    return 1 if refuted else 0
+
+
+def _config_model(path) -> dict:
+    """``{"model": ...}`` of a config file (a user's model declares keys that ``--set`` may give), or ``{}``."""
+    from .engine.config import load_yaml
+    from .studies import anchor_user_files
+
+    try:
+        mapping = load_yaml(path)
+    except ConfigError:
+        return {}  # the config's own load says what is wrong with it
+    return anchor_user_files({k: v for k, v in mapping.items() if k == "model"}, Path(path).parent)
+
+
 def _check(args) -> int:
     """Exit status 0 if every assumption holds in every setting, 1 if one fails (2 on bad input)."""
     from .api import load_config
@@ -343,13 +461,15 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input)."""
     args = _parser().parse_args(argv)
     warnings.showwarning = _show_warning
+    _COMPLETE["set"] = False
     previous = _terminate_as_interrupt()
     try:
         _check_repeated(args)
         return {"run": _run, "table": _table, "compare": _compare, "trace": _trace, "check": _check,
-                "fit": _fit}[args.command](args)
+                "fit": _fit, "keys": _keys, "audit": _audit}[args.command](args)
     except ConfigError as exc:
-        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        text = str(exc).strip() if getattr(exc, "multiline", False) else _one_line(exc)  # a user's code: a few lines
+        print(f"{PROG}: error: {text}", file=sys.stderr)
         return 2
     except MissingExtra as exc:
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
@@ -371,8 +491,28 @@ def main(argv: list[str] | None = None) -> int:
               "with the command; LDPSIM_TRACEBACK=1 shows where it happened)", file=sys.stderr)
         return 70
     finally:
-        if previous is not None:
+        # the process's own command line after a complete run: it only exits now, and a SIGTERM would cut its exit
+        # short (killed, exit -15, joblib's temporary folder and loky's semaphores left behind)
+        if previous is not None and not (argv is None and _COMPLETE["set"]):
             signal.signal(signal.SIGTERM, previous)
+
+
+#: Set when a run's outputs are complete (:func:`_outputs_complete`): SIGTERM no longer interrupts it.
+_COMPLETE = {"set": False}
+
+
+def _outputs_complete() -> None:
+    """A run's outputs are written: SIGTERM is ignored from now on (:func:`main` restores it), loky's workers stop."""
+    _COMPLETE["set"] = True
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    except (ValueError, OSError):  # not the main thread: main() did not install its handler either
+        pass
+    from joblib.externals.loky import reusable_executor
+
+    executor = reusable_executor._executor  # (None if no loky worker ran; getting one would start it)
+    if executor is not None:
+        executor.shutdown(wait=True)
 
 
 class Terminated(KeyboardInterrupt):

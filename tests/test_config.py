@@ -150,9 +150,10 @@ def test_every_key_can_be_set():
               "methods": "[BB, SN]", "batch_size": 2}
     linear = {"model": "linear", "mechanism": "gaussian", "delta": 1e-6, "covariates": "uniform", "clip": 2}
     online = {"model": "huber_mallows", "mechanism": "gdp", "dim": 3, "mu": 2, "budget": "{uniform: [1, 3]}"}
-    zoo = {"hulc_delta": 0.1, "ob_paths": 7, "ob_interval": "percentile", "higrad_splits": 1, "higrad_threads": 3,
+    zoo = {"hulc_delta": 0.1, "ob_paths": 70, "ob_interval": "percentile", "higrad_splits": 1, "higrad_threads": 3,
            "higrad_step_ratio": 1.5, "obm_constant": 2.0}
-    assert set(values) | set(linear) | set(online) | set(zoo) == set(ALL_KEYS)
+    user = {"streams": "quantile", "truth_check": "false"}  # keys of users' models (tests/test_extend.py)
+    assert set(values) | set(linear) | set(online) | set(zoo) | set(user) == set(ALL_KEYS)
     zoo_config = cfg.resolve({**dict(parse_assignment(f"{k}={v}") for k, v in zoo.items()), "n": "2e4",
                               "methods": ["HulC", "HiGrad", "OB", "OBM"]})
     assert {k: zoo_config.options[k] for k in zoo} == zoo

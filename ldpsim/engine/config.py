@@ -176,6 +176,8 @@ class Key:
         ``convert(name, value) -> value`` for ``any`` keys; raises ConfigError.
     help : str
         One line for the README's key table and ``--help``.
+    label : str, optional
+        What the key allows, as messages say it (default: from ``kind``, ``range`` and ``choices``).
     """
 
     name: str
@@ -187,9 +189,12 @@ class Key:
     nullable: bool = False
     convert: Callable | None = None
     help: str = ""
+    label: str | None = None
 
     def allowed(self) -> str:
         """What values the key takes, as messages say it."""
+        if self.label is not None:
+            return self.label
         if self.kind in ("choice", "choices"):
             return "one of: " + ", ".join(self.choices) if self.kind == "choice" else "a list of: " + ", ".join(
                 self.choices)
@@ -376,23 +381,6 @@ def check_run_memory(study, settings, options: dict, reps: int, workers: int = 1
                      per="for the results", hint="lower reps or split the grid into several runs")
 
 
-def check_run_time(study, settings, options: dict, reps: int, workers: int = 1, allow_long: bool = False) -> float:
-    """Refuse a run estimated to take longer than a week, before any work (one line); return the estimate (s).
-
-    Settings that share their paths (:meth:`~ldpsim.studies.base.Study.group_key`)
-    count their path once; ``workers`` run replications at once.
-    """
-    from .resources import check_time
-
-    groups: dict = {}
-    for i, s in enumerate(settings):
-        key = study.group_key(s)
-        seconds = study.seconds(s, options)
-        slot = ("alone", i) if key is None else ("group", key)
-        groups[slot] = max(groups.get(slot, 0.0), seconds)
-    return check_time([(seconds, reps) for seconds in groups.values()], workers, allow_long=allow_long)
-
-
 def check_keys(mapping: dict, where: str, allowed) -> None:
     """Refuse a key that is not in ``allowed``, with a guess at the one meant."""
     allowed = list(allowed)
@@ -454,7 +442,7 @@ def resolve(mapping: dict, study, where: str = "config") -> Config:
         On the first bad key or value.
     """
     mapping = {k: plain(v) for k, v in mapping.items() if k != "study"}
-    keys = tuple(study.keys) + RUN_KEYS
+    keys = tuple(study.config_keys(mapping)) + RUN_KEYS
     check_keys(mapping, where, [k.name for k in keys] + ["study"])
     raw = {k.name: mapping.get(k.name, k.default) for k in keys}
 
@@ -584,5 +572,5 @@ def parse_assignment(text: str) -> tuple[str, Any]:
 
 
 __all__ = ["Config", "ConfigError", "ConfigWarning", "Key", "MAX_SETTINGS", "RUN_KEYS", "Range", "Setting", "as_float",
-           "as_int", "as_list", "check_keys", "check_range", "check_run_memory", "check_run_time", "load_yaml",
+           "as_int", "as_list", "check_keys", "check_range", "check_run_memory", "load_yaml",
            "parse_assignment", "plain", "read_text", "resolve", "show"]

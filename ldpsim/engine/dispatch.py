@@ -71,4 +71,5 @@ def by_record(stub):
         return decorate
 
     call.register = register
+    call.registry = registry  # read-only use: which record classes have an implementation
     return call

@@ -33,7 +33,7 @@ from typing import Callable
 from joblib import Parallel, delayed, effective_n_jobs
 
 from . import chunks as store
-from . import interrupt
+from . import interrupt, usercode
 from .backends import STREAMING, BackendError, check_backend, joblib_backend, local_workers
 from .config import Config
 
@@ -192,7 +192,8 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
               desc="SGD steps") as bar:
         bar.update(total - sum(cost(todo, stop - start) for todo, start, stop in tasks))
         if tasks:
-            study.warm_up(config, lanes)  # compiles into the cache that local workers load from
+            with usercode.compile_errors("user code"):  # numba's page of typing errors, cut to its cause
+                study.warm_up(config, lanes)  # compiles into the cache that local workers load from
             identity = store.code_identity(study)
             calls = [delayed(_chunk_task)(todo, study, [config.settings[i] for i in todo], config.options,
                                           config.seed, start, stop, identity, lanes)

@@ -48,6 +48,10 @@ if "NUMBA_CACHE_DIR" not in os.environ:
 import numba  # noqa: E402  (after the cache directory is fixed)
 from numba.extending import overload  # noqa: E402
 
+from . import numba_cache  # noqa: E402
+
+numba_cache.install()  # cache keys that know users' files (ldpsim.engine.numba_cache)
+
 #: Whether numba compiles nothing (``NUMBA_DISABLE_JIT=1``): every kernel then runs as plain Python,
 #: drawing from numpy's ``Generator`` itself (:func:`ldpsim.engine.rng.kernel_rng`), the same numbers.
 DISABLED = bool(numba.config.DISABLE_JIT)

@@ -567,6 +567,23 @@ def _release_rng(rng, local):
     return lambda rng, local: None
 
 
+def copy_state(source, target):
+    """Set ``target``'s state to ``source``'s: the draws that follow are the same (common random numbers).
+
+    In a kernel both are :class:`Sfc64Stream` handles (:func:`kernel_rng` of
+    two SFC64 generators): the four state words are copied. In plain Python
+    they are generators, and the whole state is copied.
+    """
+    target.bit_generator.state = source.bit_generator.state
+
+
+@overload(copy_state, jit_options=JIT_OPTIONS, inline="always")
+def _copy_state(source, target):
+    if _is_stream(source) and _is_stream(target):
+        return lambda source, target: _copy_out(target.address, _copy_in(source.address))
+    return None
+
+
 #: The lanes' draw of each function (filled below, where the lanes' intrinsics are made).
 _LANES_DRAW: dict = {}
 

@@ -11,6 +11,12 @@ and a :class:`~ldpsim.models.base.Model` subclass with its truth (``theta_star``
 ``hessian``, ``gradient_covariance``); then add the class to :data:`MODELS`.
 """
 
+import difflib
+
+from ..engine import usercode
+from ..engine.config import show
+from ..engine.errors import ConfigError
+from . import user
 from .base import (Model, add_gradient_at, add_privatized_gradient, constrain, gradient_at, observe, privatized_gradient,
                    register_scalar, register_vector)
 from .huber import HuberClipModel, HuberModel
@@ -26,10 +32,43 @@ MODELS = {cls.name: cls for cls in (QuantileModel, QuantileRegressionModel, Line
                                     HuberModel, HuberClipModel, LogisticMallowsModel, LogisticClipModel)}
 
 
+def model_class(value) -> type[Model]:
+    """The class a setting's ``model`` value names: a built-in by name, or a user's (``file.py:Class``, a class)."""
+    if isinstance(value, str) and value in MODELS:
+        return MODELS[value]
+    if isinstance(value, type) or usercode.looks_like_spec(value):
+        return user.prepare(usercode.resolve(value, Model, "model"), value)
+    raise ConfigError(f"model = {show(value)} is not one of: {', '.join(MODELS)}; or a user's model as "
+                      "'path/to/file.py:Class' or 'package.module:Class'")
+
+
+def canonical_model(name: str, value) -> str:
+    """A config's ``model`` value as a setting holds it: a built-in's name, or a user's class with its source hash."""
+    if isinstance(value, str) and value in MODELS:
+        return value
+    if isinstance(value, type) or usercode.looks_like_spec(value):
+        text = usercode.canonical(value, Model, name)
+        user.prepare(usercode.resolve(text, Model, name), text)
+        return text
+    guess = difflib.get_close_matches(str(value), list(MODELS), n=1)
+    hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+    raise ConfigError(f"{name} = {show(value)} is not one of: {', '.join(MODELS)}{hint}; or a user's model as "
+                      "'path/to/file.py:Class' or 'package.module:Class'")
+
+
+def is_user_model(value) -> bool:
+    """Whether a setting's ``model`` value names a user's class."""
+    return not (isinstance(value, str) and value in MODELS)
+
+
 def build_model(setting) -> Model:
     """The model object of one config setting."""
-    return MODELS[setting.model].from_setting(setting)
+    cls = model_class(setting.model)
+    if not cls.declared:
+        return cls.from_setting(setting)
+    return user.build(cls, setting, usercode.shown(setting.model))
 
 
-__all__ = ["MODELS", "Model", "add_gradient_at", "add_privatized_gradient", "build_model", "constrain", "gradient_at",
-           "observe", "privatized_gradient", "register_scalar", "register_vector"]
+__all__ = ["MODELS", "Model", "add_gradient_at", "add_privatized_gradient", "build_model", "canonical_model",
+           "constrain", "gradient_at", "is_user_model", "model_class", "observe", "privatized_gradient",
+           "register_scalar", "register_vector"]

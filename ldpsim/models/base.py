@@ -244,13 +244,17 @@ class Model(ABC):
     def theta_star(self) -> np.ndarray:
         """True parameter, shape ``(dim,)``."""
 
-    @abstractmethod
     def hessian(self) -> np.ndarray:
-        """``G``, the Jacobian of the risk gradient at ``theta_star``, ``(dim, dim)``."""
+        """``G``, the Jacobian of the risk gradient at ``theta_star``, ``(dim, dim)``.
 
-    @abstractmethod
+        Optional: a model without it has no oracle (built-in), or one that
+        ldpsim estimates by Monte Carlo (a user's model, :mod:`.truth`).
+        """
+        raise NotImplementedError(f"model {self.name!r} does not give its Hessian G")
+
     def gradient_covariance(self) -> np.ndarray:
-        """``S = S_SGD + S_LDP``, the covariance of one privatized gradient at ``theta_star``."""
+        """``S = S_SGD + S_LDP``, the covariance of one privatized gradient at ``theta_star`` (optional, as ``hessian``)."""
+        raise NotImplementedError(f"model {self.name!r} does not give its gradient covariance S")
 
     def sigma(self, batch_size: int = 1) -> np.ndarray:
         """Asymptotic covariance of ``sqrt(n) (theta_bar - theta_star)``, ``(dim, dim)``.
@@ -288,5 +292,37 @@ class Model(ABC):
 
     @property
     def guarantee(self) -> str:
-        """The privacy each observation gets, in one line."""
+        """The privacy each observation gets, in one line.
+
+        A user's model (:attr:`declared`) states what its own code promises:
+        ldpsim cannot prove it, and says so.
+        """
+        if self.declared:
+            return declared_guarantee(self)
         return "none (epsilon = inf: non-private SGD)" if self.mechanism is None else self.mechanism.guarantee
+
+    #: Whether the model's privacy is declared by its author rather than computed by ldpsim (users' models).
+    declared = False
+    #: Of ``G`` and ``S``, those ldpsim estimates by Monte Carlo for the class (a user's model that omits them).
+    estimated: tuple[str, ...] = ()
+
+    @property
+    def noise_estimated(self) -> bool:
+        """Whether the mechanism is a user's that gives no variance: ``S`` is then estimated (:mod:`.truth`)."""
+        return self.mechanism is not None and getattr(self.mechanism, "variance", 0.0) is None
+
+    def estimated_parts(self) -> tuple[str, ...]:
+        """Of ``G`` and ``S``, those of this model that are Monte Carlo estimates (the oracle is then estimated)."""
+        return tuple(dict.fromkeys(self.estimated + (("S",) if self.noise_estimated else ())))
+
+
+def declared_guarantee(model) -> str:
+    """The guarantee of a user's model: its mechanism's, or its ``epsilon``, marked "declared, not verified"."""
+    mech = model.mechanism
+    if mech is not None and getattr(mech, "guarantee", None):
+        text = mech.guarantee
+        return text if "not verified" in text else f"{text}; declared, not verified"
+    epsilon = getattr(model, "epsilon", None)
+    if epsilon is None or (isinstance(epsilon, float) and math.isinf(epsilon)):
+        return "none (epsilon = inf: non-private SGD)"
+    return f"epsilon = {epsilon:g} LDP, declared by model {model.name!r}, not verified"

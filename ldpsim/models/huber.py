@@ -43,10 +43,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import optimize, special, stats
 
-from ..engine.lanes import all_lanes, any_lane, lane_array, where
-from ..engine.rng import normal
-from ..privacy.mechanisms import add_noise
-from .base import constrain, observe, register_vector
+from ..extend import add_noise, all_lanes, any_lane, constrain, lane_array, normal, observe, register_vector, where
 from .covariates import add_scaled, predictors
 from .design import MALLOWS_NORM_SUP, chi2_expect, draw_design, gauss_legendre, squared_norm
 from .online import Clipped, OnlineModel, numerical_jacobian

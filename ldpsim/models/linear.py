@@ -13,9 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..engine.rng import normal
-from ..privacy.mechanisms import add_noise
-from .base import observe, register_vector
+from ..extend import add_noise, normal, observe, register_vector
+from .truth import truth_of
 from .covariates import add_scaled, draw_covariates, predictors
 from .regression import RegressionModel, normal_clipped_moments
 
@@ -79,6 +78,8 @@ class LinearModel(RegressionModel):
 
     def gradient_covariance(self) -> np.ndarray:
         """``E[clip(e)^2] Sigma_X + S_LDP``."""
+        if self.noise_estimated:  # a user's mechanism that gives no variance
+            return truth_of(self).S
         _, second = normal_clipped_moments(self.clip)
         return second * self.covariates.second_moment(self.dim) + self.noise_covariance()
 

@@ -15,10 +15,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special
 
-from ..engine.lanes import where
-from ..engine.rng import uniform
-from ..privacy.mechanisms import add_noise
-from .base import observe, register_vector
+from ..extend import add_noise, observe, register_vector, uniform, where
+from .truth import truth_of
 from .covariates import add_scaled, draw_covariates, predictors
 from .regression import RegressionModel
 
@@ -72,6 +70,8 @@ class LogisticModel(RegressionModel):
 
     def gradient_covariance(self) -> np.ndarray:
         """``G + S_LDP``: ``E[(s - y)^2 | X] = s (1 - s)`` at the truth."""
+        if self.noise_estimated:  # a user's mechanism that gives no variance
+            return truth_of(self).S
         return self.hessian() + self.noise_covariance()
 
 

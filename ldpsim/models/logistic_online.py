@@ -30,10 +30,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import optimize, special
 
-from ..engine.lanes import all_lanes, lane_array, where
-from ..engine.rng import uniform
-from ..privacy.mechanisms import add_noise
-from .base import observe, register_vector
+from ..extend import add_noise, all_lanes, lane_array, observe, register_vector, uniform, where
 from .covariates import add_scaled, predictors
 from .design import MALLOWS_NORM_SUP, chi2_expect, draw_design, gauss_legendre, orthonormal_pair, squared_norm
 from .online import Clipped, OnlineModel, solve_root

@@ -12,9 +12,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..engine.rng import uniform
-from ..privacy.mechanisms import draw_noise, make_mechanism, noise_record
-from .base import Model, observe, register_scalar
+from ..extend import Model, draw_noise, observe, register_scalar, uniform
+from .truth import truth_of
+from ..privacy.mechanisms import make_mechanism, noise_record
 
 
 class MeanParams(NamedTuple):
@@ -52,6 +52,7 @@ class MeanModel(Model):
     dim = 1
     keys = ("mechanism", "delta")
     mechanisms = ("laplace", "gaussian")
+    user_mechanisms = True  # a user's additive mechanism (ldpsim.extend.Mechanism) in place of these
     path_keys = ("n", "epsilon", "c", "gamma", "theta0", "mechanism", "delta")
 
     def __init__(self, epsilon: float, mechanism: str = "laplace", delta: float | None = None):
@@ -69,7 +70,9 @@ class MeanModel(Model):
         return np.eye(1)
 
     def gradient_covariance(self) -> np.ndarray:
-        """``Var(X) + Var(L) = 1/12 + Var(L)``."""
+        """``Var(X) + Var(L) = 1/12 + Var(L)`` (estimated for a user's mechanism that gives no variance)."""
+        if self.noise_estimated:
+            return truth_of(self).S
         extra = 0.0 if self.mechanism is None else self.mechanism.variance
         return np.array([[1.0 / 12.0 + extra]])
 

@@ -14,10 +14,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from ..engine.lanes import where
-from ..engine.rng import normal
-from ..privacy.mechanisms import RandomizedResponse, randomized_response
-from .base import Model, observe, register_scalar
+from ..extend import Model, normal, observe, randomized_response, register_scalar, where
+from ..privacy.mechanisms import RandomizedResponse
 
 
 # The gradient takes two values. The kernel's step theta -> theta - eta g waits on

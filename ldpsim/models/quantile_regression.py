@@ -13,10 +13,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from ..engine.lanes import where
-from ..engine.rng import normal
-from ..privacy.mechanisms import add_noise
-from .base import observe, register_vector
+from ..extend import add_noise, normal, observe, register_vector, where
+from .truth import truth_of
 from .covariates import add_scaled, draw_covariates, predictors
 from .regression import RegressionModel
 
@@ -84,6 +82,8 @@ class QuantileRegressionModel(RegressionModel):
 
     def gradient_covariance(self) -> np.ndarray:
         """``tau (1 - tau) Sigma_X + S_LDP``."""
+        if self.noise_estimated:  # a user's mechanism that gives no variance
+            return truth_of(self).S
         return self.tau * (1.0 - self.tau) * self.covariates.second_moment(self.dim) + self.noise_covariance()
 
 

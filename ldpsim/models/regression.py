@@ -40,6 +40,7 @@ class RegressionModel(Model):
     dim = len(COEF)
     keys = ("covariates", "mechanism", "delta")
     mechanisms = ("laplace", "gaussian")
+    user_mechanisms = True  # a user's additive mechanism (ldpsim.extend.Mechanism) in place of these
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -12,6 +12,7 @@ l2 sensitivity the Laplace and Gaussian mechanisms are calibrated to.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
@@ -19,6 +20,8 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 from scipy import optimize, special
 
+from ..engine import usercode
+from ..engine.errors import ConfigError
 from ..engine.rng import exponential, normal, uniform
 from ..engine.dispatch import by_record
 from ..engine.jit import dual, jit
@@ -471,6 +474,103 @@ def _draw_gaussian(noise, gen):
     return gaussian(gen, noise.sigma)
 
 
+def _add_drawn(noise, gen, out):
+    for j in range(out.shape[0]):
+        out[j] += draw_noise(noise, gen)
+
+
+def register_noise(record_cls):
+    """Register a user's additive mechanism: ``func(noise, gen)`` draws the noise of one coordinate.
+
+    The models that take an additive mechanism add one draw to each
+    coordinate of the gradient (:func:`add_noise`), or to the scalar gradient
+    (:func:`draw_noise`), in the order of the coordinates; the audit
+    (``ldpsim audit``) draws through the same functions.
+    """
+
+    def decorate(func):
+        draw_noise.register(record_cls)(func)
+        add_noise.register(record_cls)(_add_drawn)
+        return func
+
+    return decorate
+
+
+class Mechanism:
+    """A user's local mechanism: additive noise on each coordinate of a bounded gradient (:mod:`ldpsim.extend`).
+
+    The models with an additive mechanism (``mean``, ``linear``,
+    ``logistic``, ``quantile_regression``) take ``mechanism:
+    path/to/file.py:Class``. They build it as ``Class(epsilon=...,
+    bounds=..., delta=...)``: ``bounds[j]`` bounds coordinate ``j`` of the
+    (clipped) gradient, so ``sensitivity(bounds, "l1")`` or ``"l2"`` is what
+    a calibration needs. The subclass gives
+
+    * ``kernel_params()``: the NamedTuple record its noise function reads,
+      registered with :func:`register_noise`;
+    * ``variance``: the variance the noise adds to each coordinate (the
+      oracle's ``S``); ``None`` (the default) makes ldpsim estimate ``S`` by
+      Monte Carlo;
+    * ``epsilon`` and ``delta``: the guarantee it declares. ldpsim cannot
+      prove it: every guarantee printed says "declared, not verified", and
+      ``ldpsim audit`` tests it.
+    """
+
+    name: ClassVar[str] = ""
+    #: Per-coordinate variance of the noise (``None``: not known, estimated with the model's truth).
+    variance = None
+
+    def __init__(self, epsilon, bounds, delta=None):
+        self.epsilon = float(epsilon)
+        self.bounds = np.asarray(bounds, dtype=float)
+        self.delta = None if delta is None else float(delta)
+
+    def kernel_params(self):
+        """The NamedTuple record of the noise (registered with :func:`register_noise`)."""
+        raise NotImplementedError(f"mechanism {type(self).__name__} does not define kernel_params()")
+
+    @property
+    def guarantee(self) -> str:
+        """The declared guarantee, in one line, marked as declared."""
+        name = self.name or type(self).__name__
+        delta = getattr(self, "delta", None)
+        budget = f"epsilon = {_fmt(self.epsilon)}" if not delta else f"(epsilon = {_fmt(self.epsilon)}, " \
+                                                                       f"delta = {_fmt(delta)})"
+        return f"{budget} LDP ({name}; declared, not verified)"
+
+
+def build_mechanism(spec: str, epsilon: float, bounds, delta: float | None = None) -> Mechanism:
+    """A user's :class:`Mechanism` from its canonical value, built and checked (one-line errors)."""
+    cls = usercode.resolve(spec, Mechanism, "mechanism")
+    shown = usercode.shown(spec)
+    params = inspect.signature(cls).parameters
+    kwargs = {"epsilon": float(epsilon), "bounds": np.asarray(bounds, dtype=float)}
+    if "delta" in params:
+        kwargs["delta"] = delta
+    try:
+        mech = cls(**kwargs)
+    except Exception as exc:  # noqa: BLE001  (the user's code)
+        raise ConfigError(f"mechanism = {shown!r}: {cls.__name__}({', '.join(kwargs)}) failed: "
+                          f"{usercode.describe_exception(exc)}") from None
+    try:
+        record = mech.kernel_params()
+    except Exception as exc:  # noqa: BLE001
+        raise ConfigError(f"mechanism = {shown!r}: kernel_params() failed: {usercode.describe_exception(exc)}") from None
+    if not (isinstance(record, tuple) and hasattr(type(record), "_fields")):
+        raise ConfigError(f"mechanism = {shown!r}: kernel_params() returned a {type(record).__name__}, not a "
+                          "NamedTuple record")
+    if type(record) not in draw_noise.registry:
+        raise ConfigError(f"mechanism = {shown!r}: no noise is registered for {type(record).__qualname__} records: "
+                          f"decorate its draw with @register_noise({type(record).__qualname__})")
+    variance = getattr(mech, "variance", None)
+    if variance is not None and not (isinstance(variance, (int, float, np.floating)) and math.isfinite(variance)
+                                     and variance >= 0):
+        raise ConfigError(f"mechanism = {shown!r}: variance = {variance!r} is not a finite number >= 0 (or None)")
+    if not getattr(mech, "name", ""):
+        mech.name = cls.__name__
+    return mech
+
+
 def make_mechanism(name: str, epsilon: float, bounds, delta: float | None = None):
     """The additive-noise mechanism for a gradient with ``|g_j| <= bounds[j]``.
 
@@ -496,6 +596,8 @@ def make_mechanism(name: str, epsilon: float, bounds, delta: float | None = None
         return Laplace(epsilon, sensitivity(bounds, "l1"))
     if name == "gaussian":
         return Gaussian(epsilon, delta, sensitivity(bounds, "l2"))
+    if usercode.looks_like_spec(name):  # a user's mechanism, path/to/file.py:Class
+        return build_mechanism(name, epsilon, bounds, delta)
     raise ValueError(f"mechanism = {name!r} is not an additive-noise mechanism; allowed: laplace, gaussian")
 
 
@@ -505,4 +607,6 @@ def noise_record(mechanism):
         return NoNoise()
     if isinstance(mechanism, Laplace):
         return LaplaceNoise(mechanism.scale)
+    if isinstance(mechanism, Mechanism):
+        return mechanism.kernel_params()
     return GaussianNoise(mechanism.sigma)

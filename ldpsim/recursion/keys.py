@@ -12,25 +12,52 @@ values draw the same paths from the same seed.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import inspect
 import json
 import math
 
 import numpy as np
 
+from ..engine import usercode
 from ..engine.config import ConfigError, Key, Range, show
-from ..models import MODELS
+from ..models import MODELS, canonical_model, is_user_model, model_class
+from ..models import user as user_models
 from ..models.covariates import COVARIATES
-from ..privacy.mechanisms import MECHANISMS
+from ..privacy.mechanisms import MECHANISMS, Mechanism
 from ..privacy.online import ONLINE_MECHANISMS, parse_budget
+
+#: The built-in mechanisms' names, as configs spell them.
+MECHANISM_NAMES = MECHANISMS + tuple(m for m in ONLINE_MECHANISMS if m not in MECHANISMS)
+
+
+def _mechanism_value(name: str, value):
+    """A ``mechanism`` value: a built-in's name, or a user's mechanism class with its source hash."""
+    if isinstance(value, str) and value in MECHANISM_NAMES:
+        return value
+    if isinstance(value, type) or usercode.looks_like_spec(value):
+        return usercode.canonical(value, Mechanism, name)
+    raise ConfigError(f"{name} = {show(value)} is not one of: {', '.join(MECHANISM_NAMES)}; or a user's mechanism "
+                      "as 'path/to/file.py:Class'")
+
+
+def _streams_value(name: str, value):
+    """A ``streams`` value: the model whose random streams a setting draws (a built-in's name or a user's model)."""
+    if isinstance(value, str) and value in MODELS:
+        return value
+    return canonical_model(name, value)
 
 #: Grid keys of a path, in grid order (``n``, :data:`N_KEY`, goes last, after a study's own keys).
 PATH_KEYS = (
-    Key("model", "choice", "quantile", choices=tuple(MODELS), help="model (see Models)"),
+    Key("model", "any", "quantile", convert=canonical_model,
+        help="model (see Models), or a user's: path/to/file.py:Class (docs/extending.md)",
+        label=f"one of: {', '.join(MODELS)}, or path/to/file.py:Class"),
     Key("tau", "float", 0.5, range=Range("(0, 1)"), help="quantile level (quantile models)"),
     Key("epsilon", "float", 1.0, range=Range("(0, inf]"), help="privacy budget per observation; inf: non-private"),
-    Key("mechanism", "choice", None, choices=MECHANISMS + tuple(m for m in ONLINE_MECHANISMS if m not in MECHANISMS),
-        nullable=True, help="privacy mechanism; default: the model's first"),
+    Key("mechanism", "any", None, convert=_mechanism_value, nullable=True,
+        help="privacy mechanism; default: the model's first; a user's: path/to/file.py:Class",
+        label=f"one of: {', '.join(MECHANISM_NAMES)}, or path/to/file.py:Class"),
     Key("delta", "float", 1e-5, range=Range("(0, 1)"), help="delta of the Gaussian mechanisms"),
     Key("covariates", "choice", "truncnorm", choices=COVARIATES, help="covariate law of the regression models"),
     Key("clip", "float", 1.0, range=Range("(0, inf]"),
@@ -43,6 +70,12 @@ PATH_KEYS = (
     Key("c", "float", 1.0, range=Range("(0, inf)"), help="step size eta_i = c i^-gamma"),
     Key("gamma", "float", 0.51, range=Range("(0, 1]"), help="step-size exponent"),
     Key("theta0", "float", 0.0, range=Range("(-inf, inf)", "the finite reals"), help="starting value, every coordinate"),
+    Key("streams", "any", None, convert=_streams_value, nullable=True,
+        help="draw the random streams of this model instead of the setting's own (common random numbers: a "
+             "user's re-implementation of a built-in model reproduces its numbers)"),
+    Key("truth_check", "any", True, convert=lambda name, value: _boolean(name, value),
+        help="users' models: refuse one whose declared G or S (or theta*) disagrees with its Monte Carlo estimate; "
+             "false runs it anyway, and meta.json says so"),
 )
 #: The number of SGD steps, the last grid key (it varies fastest, as the tables' columns).
 #: The kernels count steps in int64 and as doubles (the random-scaling sums weigh step i by float(i)):
@@ -51,6 +84,97 @@ MAX_STEPS = 2 ** 53
 N_KEY = Key("n", "int", 1_000_000, range=Range(f"[2, {MAX_STEPS}]", "[2, 2^53]"), help="SGD steps (observations)")
 #: Keys that only some models read (``Model.keys``); blank in other models' settings.
 MODEL_KEYS = ("tau", "mechanism", "delta", "covariates", "clip", "dim", "mu", "budget")
+#: Names a user's model may not give its keys: those of every run, and the study's that are not model keys.
+RESERVED = ("reps", "seed", "study", "model", "epsilon", "streams", "truth_check")
+#: Keys declared by users' models of this process (beyond the studies' own), blank for the other models.
+_USER_KEYS: set[str] = set()
+
+
+def with_model_keys(keys: tuple, mapping: dict) -> tuple:
+    """A study's keys plus those of the users' models a raw config names (after the built-in model keys).
+
+    A user's model declares its keys as the parameters of its ``__init__``
+    (:mod:`ldpsim.models.user`): a built-in key's name (``tau``) is validated
+    as the built-in one, with the model's default; a new name by its
+    default's type and the model's ``ranges``.
+    """
+    raw = mapping.get("model")
+    values = raw if isinstance(raw, list) else [raw]
+    by_name = {k.name: k for k in keys}
+    added: dict[str, Key] = {}
+    for value in values:
+        if value is None or not (isinstance(value, type) or usercode.looks_like_spec(value)):
+            continue
+        cls = model_class(canonical_model("model", value))
+        if not cls.declared:
+            continue
+        for name, default, range_text, text in user_models.key_specs(cls):
+            if name in RESERVED or (name in by_name and name not in MODEL_KEYS):
+                what = by_name[name].help if name in by_name else "a key of every run"
+                raise ConfigError(f"model = {usercode.shown(value)!r}: its parameter {name!r} has the name of the "
+                                  f"config key {name} ({what}); rename the parameter")
+            if name in by_name:  # a built-in key's name: its check, with the model's default, range and help if given
+                key = by_name[name]
+                changes = {}
+                if default is not inspect.Parameter.empty and default != key.default:
+                    changes["default"] = default
+                if range_text:
+                    changes["range"] = Range(range_text)
+                if text:
+                    changes["help"] = text
+                if changes and name not in added:
+                    by_name[name] = added[name] = dataclasses.replace(key, **changes)
+                continue
+            if name in added:
+                continue
+            added[name] = _user_key(cls, name, default, range_text, text)
+    if not added:
+        return keys
+    _USER_KEYS.update(k for k in added if k not in {key.name for key in keys})
+    new = [k for k in added.values() if k.name not in {key.name for key in keys}]
+    out = [by_name.get(k.name, k) for k in keys]
+    at = next((i + 1 for i, k in enumerate(out) if k.name == MODEL_KEYS[-1]), 1)
+    return tuple(out[:at] + new + out[at:])
+
+
+def _user_key(cls, name: str, default, range_text, text: str) -> Key:
+    """The config key of a parameter of a user's model: its kind from its default's type."""
+    rng = Range(range_text) if range_text else None
+    help_text = text or f"key of model {cls.name!r}"
+    if default is inspect.Parameter.empty:
+        return Key(name, "any", None, convert=_required(cls, name), help=f"{help_text} (required)")
+    if isinstance(default, bool):
+        return Key(name, "any", default, convert=_boolean, help=help_text)
+    if isinstance(default, int):
+        return Key(name, "int", default, range=rng, help=help_text)
+    if isinstance(default, float):
+        return Key(name, "float", default, range=rng, help=help_text)
+    if isinstance(default, str):
+        return Key(name, "any", default, convert=_text, help=help_text)
+    return Key(name, "any", default, nullable=default is None, help=help_text)
+
+
+def _required(cls, name):
+    def convert(key, value):
+        return value
+    return convert
+
+
+def _boolean(name: str, value):
+    if isinstance(value, bool):
+        return value
+    raise ConfigError(f"{name} = {show(value)} is not true or false")
+
+
+def _text(name: str, value):
+    if isinstance(value, str):
+        return value
+    raise ConfigError(f"{name} = {show(value)} is not a string")
+
+
+def model_keys_of(values: dict) -> tuple:
+    """The keys that only some models read: the built-in ones and those users' models declared."""
+    return MODEL_KEYS + tuple(k for k in sorted(_USER_KEYS) if k in values)
 
 
 def path_values(values: dict) -> dict:
@@ -59,13 +183,25 @@ def path_values(values: dict) -> dict:
     A grid over models then holds each distinct run once, and a setting
     shows only what applies to it (``tau`` is blank for ``linear``).
     """
-    model = MODELS[values["model"]]
-    values = {**values, **{k: None for k in MODEL_KEYS if k not in model.keys}}
+    model = model_class(values["model"])
+    values = {**values, **{k: None for k in model_keys_of(values) if k not in model.keys}}
+    if not model.declared and "truth_check" in values:  # the built-in models' truth is ldpsim's own, tested
+        values["truth_check"] = None
     if "mechanism" in model.keys:
-        if values["mechanism"] is not None and values["mechanism"] not in model.mechanisms:
-            raise ConfigError(f"mechanism = {values['mechanism']!r} is not available for model {model.name!r}; "
-                              f"allowed: {', '.join(model.mechanisms)}")
+        mech = values["mechanism"]
+        if mech is not None and mech not in model.mechanisms and not (
+                usercode.looks_like_spec(mech) and getattr(model, "user_mechanisms", False)):
+            users = [m for m, cls in MODELS.items() if getattr(cls, "user_mechanisms", False)]
+            hint = (f"; a user's mechanism runs with {', '.join(users)}" if usercode.looks_like_spec(mech)
+                    else f"; allowed: {', '.join(model.mechanisms)}")
+            raise ConfigError(f"mechanism = {usercode.shown(mech)!r} is not available for model {model.name!r}{hint}")
     return model.complete_values(values)
+
+
+def stream_name(values: dict) -> str:
+    """The name a setting's random streams are seeded with: its model's (``streams`` may name another)."""
+    chosen = values.get("streams") or values["model"]
+    return chosen if not is_user_model(chosen) else model_class(chosen).name
 
 
 def path_seed_key(values: dict) -> int:
@@ -75,9 +211,11 @@ def path_seed_key(values: dict) -> int:
     a setting's numbers do not depend on which other settings run, nor on
     their order, and settings that differ only in keys that do not touch
     the path (``beta``, ``B``, ``level``, ``multiplier``, a study's
-    checkpoints) share their paths (common random numbers).
+    checkpoints) share their paths (common random numbers). A user's model
+    is named by its ``name``, not its file, so moving the file does not
+    change its numbers; ``streams`` names the model whose streams to draw.
     """
-    identity = {"model": values["model"], **{k: values[k] for k in MODELS[values["model"]].path_keys}}
+    identity = {"model": stream_name(values), **{k: values[k] for k in model_class(values["model"]).path_keys}}
     if values["batch_size"] != 1:  # so that adding the key left every earlier seed as it was
         identity["batch_size"] = values["batch_size"]
     return int(hashlib.sha256(json.dumps(identity, sort_keys=True, allow_nan=True).encode()).hexdigest()[:16], 16)
@@ -96,8 +234,9 @@ def validate_path(setting) -> None:
 
 
 def _model_identity(setting) -> tuple:
-    model = MODELS[setting.model]
-    return (setting.model, setting.epsilon, setting.batch_size) + tuple(getattr(setting, k) for k in model.keys)
+    model = model_class(setting.model)
+    return ((setting.model, setting.epsilon, setting.batch_size, getattr(setting, "truth_check", None))
+            + tuple(getattr(setting, k) for k in model.keys))
 
 
 #: Model identity -> what stops it from being computed (None: nothing); one build per distinct model
@@ -117,6 +256,11 @@ def _model_problem(setting) -> str | None:
 def _build_problem(setting) -> str | None:
     from ..models import build_model
 
+    if is_user_model(setting.model):  # a user's model: its own one-line errors, raised (and remembered) here
+        try:
+            user_models.preflight(setting, bool(getattr(setting, "truth_check", True)))
+        except ConfigError as exc:
+            return exc
     try:
         with np.errstate(all="ignore"):
             model = build_model(setting)
@@ -146,8 +290,10 @@ def check_model(setting) -> None:
     nothing, or the workers crash. What the model reads is named in the message.
     """
     problem = _model_problem(setting)
+    if isinstance(problem, ConfigError):
+        raise problem
     if problem is not None:
-        model = MODELS[setting.model]
+        model = model_class(setting.model)
         keys = ["epsilon", *model.keys, *(["batch_size"] if setting.batch_size != 1 else [])]
         values = ", ".join(f"{k} = {getattr(setting, k)}" for k in keys if getattr(setting, k) is not None)
         raise ConfigError(f"model {setting.model!r} cannot be computed in floating point at {values}: {problem}")
@@ -161,7 +307,7 @@ STEP_NS = (10.0, 30.0)
 
 def path_seconds(setting) -> float:
     """Estimated seconds of one path of ``setting``: ``n`` steps of ``batch_size`` observations each."""
-    dim = MODELS[setting.model].dimension(setting)
+    dim = model_class(setting.model).dimension(setting)
     return setting.n * setting.batch_size * (STEP_NS[0] + STEP_NS[1] * dim) * 1e-9
 
 

@@ -73,11 +73,21 @@ def load(path: str | Path | None = None, overrides: dict | None = None, override
     """
     mapping = cfg.load_yaml(path) if path is not None else {}
     where = f"config file {str(path)!r}" if path is not None else "config"
+    if path is not None:  # a user's file named in the config is found from the config's folder
+        mapping = anchor_user_files(mapping, Path(path).parent)
     overrides = dict(overrides or {})
     study = get_study(overrides.get("study", mapping.get("study", DEFAULT_STUDY)))
-    cfg.check_keys(overrides, overrides_from, [k.name for k in study.keys + cfg.RUN_KEYS] + ["study"])
+    keys = study.config_keys({**mapping, **overrides})
+    cfg.check_keys(overrides, overrides_from, [k.name for k in keys + cfg.RUN_KEYS] + ["study"])
     mapping.update(overrides)
     return cfg.resolve(mapping, study, where)
+
+
+def anchor_user_files(mapping: dict, folder: Path) -> dict:
+    """``mapping`` with the relative paths of users' files (``model``, ``mechanism``, ``streams``) taken from ``folder``."""
+    from ..engine.usercode import anchor
+
+    return {k: anchor(v, folder) if k in ("model", "mechanism", "streams") else v for k, v in mapping.items()}
 
 
 __all__ = ["DEFAULT_STUDY", "STUDIES", "Study", "get_study", "load", "resolve"]

@@ -65,7 +65,19 @@ class Study(ABC):
     #: read back (:func:`ldpsim.api.open_result`) is checked against it, with one-line errors.
     table_columns: ClassVar[dict[str, dict[str, str]]] = {}
 
+    def required_tables(self, config: dict) -> dict[str, str]:
+        """The tables a finished run of ``config`` (its recorded values) must hold: name -> which runs write it.
+
+        ``ldpsim table`` refuses a directory without one of them (its tables and
+        figures drawn from it would be stale). Default: those of :attr:`table_columns`.
+        """
+        return {name: f"a {self.name} run" for name in self.table_columns}
+
     # --- configuration ----------------------------------------------------
+
+    def config_keys(self, mapping: dict) -> tuple[Key, ...]:
+        """The keys of a config: :attr:`keys`, and those a user's model named by ``mapping`` declares."""
+        return self.keys
 
     def make_setting(self, values: dict) -> Setting:
         """A grid point from one value per grid key: blank what does not apply, seed it."""
@@ -108,6 +120,10 @@ class Study(ABC):
             return 0
         return sum(8 * int(np.prod(shape, dtype=np.float64)) for shape in shapes.values())
 
+    def run_meta(self, config: Config) -> dict:
+        """What ``meta.json`` records of a run besides its config (users' files and estimated truths; default none)."""
+        return {}
+
     def chunk_identity(self, config: Config) -> dict:
         """What, besides a setting and the seed, decides what its chunks hold (the per-run keys)."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in config.options.items()}
@@ -127,6 +143,20 @@ class Study(ABC):
         it needs to be right to: it refuses runs of years, not of hours.
         """
         return STEP_SECONDS * self.steps(setting)
+
+    #: Keys that only size a replication (:meth:`pilot_setting` scales them): settings that differ in nothing else run
+    #: the same kernels, and one pilot measures them all (:mod:`ldpsim.engine.pilot`).
+    size_keys: ClassVar[tuple[str, ...]] = ("n",)
+
+    def pilot_setting(self, setting: Setting, options: dict, fraction: float) -> Setting | None:
+        """A copy of ``setting`` whose replications run the same kernels for about ``fraction`` of its steps.
+
+        The run-time estimate times the study's own replications on it and
+        scales them by :meth:`seconds` (:mod:`ldpsim.engine.pilot`). ``fraction``
+        is in ``(0, 1]``; at 1 the setting itself. The default, ``None``: no
+        pilot, the static model is the estimate.
+        """
+        return None
 
     def warm_up(self, config: Config, lanes: int | None = None) -> None:
         """Compile (or load from the cache) the kernels once, before workers start, at the run's lanes."""
@@ -256,6 +286,17 @@ class Study(ABC):
         return title_of(meta, [k.name for k in self.keys if k.grid])
 
 
+#: A pilot's path is at least this long (or the setting's own): long enough for the zoo's schedules and BB's blocks.
+PILOT_MIN_N = 5000
+
+
+def pilot_n(setting: Setting, fraction: float) -> Setting:
+    """``setting`` with ``n`` scaled by ``fraction``, at least :data:`PILOT_MIN_N` (the path studies' pilots)."""
+    if fraction >= 1.0 or setting.n <= PILOT_MIN_N:
+        return setting
+    return setting.replace(n=max(PILOT_MIN_N, int(round(setting.n * fraction))))
+
+
 def stack(reps: list[dict]) -> dict[str, np.ndarray]:
     """Per-replication named arrays stacked along a first (replication) axis."""
     return {name: np.stack([np.asarray(rep[name]) for rep in reps]) for name in reps[0]}
@@ -268,10 +309,12 @@ def title_of(meta: dict, keys) -> str | None:
     """
     if not isinstance(meta.get("config"), dict):
         return None
+    from ..engine.usercode import display
+
     values, varied = meta["config"], meta.get("varied", [])
-    fixed = ", ".join(f"{k} = {values[k]}" for k in keys
+    fixed = ", ".join(f"{k} = {display(values[k])}" for k in keys
                       if k not in varied and k != "n" and values.get(k) is not None)
     return f"{meta.get('name', 'run')}: {fixed}, reps = {values.get('reps', '?')}"
 
 
-__all__ = ["STEP_SECONDS", "Study", "stack", "title_of"]
+__all__ = ["PILOT_MIN_N", "STEP_SECONDS", "Study", "pilot_n", "stack", "title_of"]

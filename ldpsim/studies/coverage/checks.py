@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...engine.usercode import display
 from ...engine.config import Config, Setting
 from ...inference.intervals import uses_blocks
 from ...models import build_model
-from ...privacy.composition import basic_composition
 
 #: Multiplier laws with bounded support (Theorem 3.2 asks ``|epsilon_i| <= C``).
 BOUNDED_MULTIPLIERS = {
@@ -229,39 +229,47 @@ def check_setting(setting: Setting, methods, b_max: int = B_MAX, options: dict |
     else:
         detail = f"lambda(G) = {lam_txt}, eta_j = {setting.c:g} j^-{g}: no b0 <= {res.b_max} satisfies it"
     out.append(Verdict("condition (14), Assumption A.2 (5)", res.holds, detail))
-    private = model.mechanism is not None
+    if model.declared or model.estimated_parts():
+        out.append(Verdict("model", None, _model_detail(setting, model)))
+    # a user's model declares its privacy without a mechanism object (Model.declared_guarantee)
+    private = model.mechanism is not None or (model.declared and not math.isinf(setting.epsilon))
     out.append(Verdict("privacy", None, model.guarantee if private else "none (epsilon = inf: non-private SGD)"))
     if private:
         out += _zoo_privacy(setting, model, methods, options or {})
     return out
 
 
+def _model_detail(setting: Setting, model) -> str:
+    """A user's model (its file, keys and truth), or a built-in one whose oracle is estimated."""
+    from ...engine import usercode
+    from ...models.truth import truth_of
+
+    parts = []
+    if model.declared:
+        source = usercode.source_of(setting.model) or {}
+        keys = ", ".join(f"{k} = {getattr(setting, k)}" for k in type(model).keys) or "no keys besides epsilon"
+        parts.append(f"{usercode.shown(setting.model)} (a user's file, SHA-256 {source.get('sha256', '?')[:16]}); "
+                     f"{keys}")
+    estimated = model.estimated_parts()
+    if estimated:
+        truth = truth_of(model)
+        sigma = ", ".join(f"{_g(v)} +- {_g(e)}" for v, e in zip(np.diag(truth.sigma), np.diag(truth.sigma_se)))
+        parts.append(f"oracle estimated ({' and '.join(estimated)} by Monte Carlo, {truth.samples} draws): "
+                     f"diag Sigma = {sigma}")
+    elif model.declared:
+        check = getattr(setting, "truth_check", True)
+        parts.append("G and S given by the model" + (", checked against Monte Carlo within 4 SE" if check else
+                                                     ", NOT checked (truth_check: false)"))
+    return "; ".join(parts)
+
+
 def _zoo_privacy(setting: Setting, model, methods, options: dict) -> list[Verdict]:
     """The privacy of the zoo's online bootstraps, whose users answer ``B + 1`` times (docs/zoo.md)."""
-    out = []
-    b = int(options.get("ob_paths", 100))
-    if getattr(setting, "mechanism", None) == "gdp":  # k answers of mu0-GDP are sqrt(k) mu0-GDP (Dong, Roth & Su)
-        mu = setting.mu
-        if "OB" in methods:
-            out.append(Verdict("privacy (OB)", None, f"each user answers B + 1 = {b + 1} times at mu = {mu:g}: "
-                               f"mu = {math.sqrt(b + 1) * mu:g} GDP per user (Dong, Roth & Su 2022, Cor. 2)"))
-        if "OB_split" in methods:
-            out.append(Verdict("privacy (OB_split)", None, f"each user answers B + 1 = {b + 1} times at mu = "
-                               f"{mu / math.sqrt(b + 1):.6g}: mu = {mu:g} GDP per user (Dong, Roth & Su 2022, Cor. 2)"))
-        return out
-    delta = getattr(model.mechanism, "delta", 0.0) or 0.0
-    if "OB" in methods:
-        eps, dlt = basic_composition(setting.epsilon, b + 1, delta)
-        out.append(Verdict("privacy (OB)", None, f"each user answers B + 1 = {b + 1} times at the run's epsilon: "
-                           f"(epsilon = {eps:g}, delta = {dlt:g}) LDP per user by sequential composition "
-                           "(Dwork & Roth 2014, Thm 3.16)"))
-    if "OB_split" in methods:
-        eps0 = setting.epsilon / (b + 1)
-        eps, dlt = basic_composition(eps0, b + 1, delta)
-        out.append(Verdict("privacy (OB_split)", None, f"each user answers B + 1 = {b + 1} times at epsilon = "
-                           f"{eps0:.6g}: (epsilon = {eps:g}, delta = {dlt:g}) LDP per user by sequential composition"
-                           + (" (the Gaussian mechanism's delta per answer is the run's)" if delta else "")))
-    return out
+    from .zoo import user_privacy
+
+    options = {"ob_paths": 100, **options}
+    return [Verdict(f"privacy ({m})", None, user_privacy(m, setting, options).describe())
+            for m in ("OB", "OB_split") if m in methods]
 
 
 def check_config(config: Config, b_max: int = B_MAX) -> list[SettingCheck]:
@@ -287,7 +295,8 @@ def check_config(config: Config, b_max: int = B_MAX) -> list[SettingCheck]:
     for s in config.settings:
         ident = tuple((k, v) for k, v in s.as_dict().items() if k not in IRRELEVANT_KEYS)
         if ident not in groups:
-            label = ", ".join(f"{k} = {getattr(s, k)}" for k in shown)
+            # a key the setting does not read (the mechanism at epsilon = inf) is left out, as in the tables
+            label = ", ".join(f"{k} = {display(getattr(s, k))}" for k in shown if getattr(s, k) is not None)
             groups[ident] = SettingCheck(label, [], check_setting(s, config.methods, b_max, config.options))
         if s.n not in groups[ident].ns:
             groups[ident].ns.append(s.n)
@@ -301,7 +310,7 @@ def render(checks: list[SettingCheck]) -> str:
         ns = ", ".join(f"{n:.0e}".replace("e+0", "e").replace("e+", "e") for n in chk.ns)
         lines.append(f"{chk.label or 'setting'} (n = {ns}): {'all hold' if chk.holds else 'FAILS'}")
         for v in chk.verdicts:
-            tag = {True: "ok", False: "FAIL", None: "info" if v.name.startswith("privacy") else "n/a"}[v.holds]
+            tag = {True: "ok", False: "FAIL", None: "info" if v.name.startswith(("privacy", "model")) else "n/a"}[v.holds]
             lines.append(f"  [{tag:>4}] {v.name}: {v.detail}")
     failed = sum(not c.holds for c in checks)
     lines.append(f"verdict: {'every assumption holds' if not failed else f'{failed} of {len(checks)} combination(s) fail an assumption'}"

@@ -30,19 +30,20 @@ from ...inference.intervals import (DEFAULT_METHODS, METHODS, MIN_BOOTSTRAP_DRAW
                                     uses_blocks)
 from ...inference.streaming import StreamLayout, floor_power
 from ...inference.zoo import ZOO_METHODS
-from ...models import MODELS, build_model
+from ...models import build_model, model_class
+from ...models import user as user_models
 from ...recursion.kernels import run_paths_lanes
 from ...recursion.keys import (GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seconds, path_seed_key,
-                               path_values, validate_path)
+                               path_values, validate_path, with_model_keys)
 from ...recursion.twins import path_twin
 from ...reporting.csvio import write_csv  # noqa: F401  (re-exported for scripts)
-from ..base import Study, stack
+from ..base import Study, pilot_n, stack
 from .figures import write_coverage_figure
-from .summary import summarize
+from .summary import key_columns, summarize
 from .tables import render_latex, render_markdown
-from .zoo import (ZOO_KEYS, Stopwatch, classic_methods, replication_index, validate_zoo, zoo_bounds, zoo_generators,
-                  zoo_methods, zoo_spec)
-from .zoo_tables import write_zoo_outputs, zoo_rows
+from .zoo import (ZOO_KEYS, Stopwatch, classic_methods, idle_zoo_keys, replication_index, state_floats, validate_zoo,
+                  zoo_bounds, zoo_generators, zoo_methods, zoo_spec)
+from .zoo_tables import ZOO_COLUMNS, write_zoo_outputs, zoo_rows
 
 #: An interval is usable only if its length is this many units in the last place of its ends:
 #: then the ends resolve it to one part in a million. A path started far from theta* (theta0 = 1e20)
@@ -83,6 +84,7 @@ class _Job(NamedTuple):
     twin: bool
     options: dict
     zoo: object  # the ZooSpec of the zoo's methods, or None
+    hessian: object  # G of the model for plugin_oracle (None without it): computed once, a quadrature for logistic
 
 
 def stream_layout(setting, methods) -> StreamLayout:
@@ -102,15 +104,31 @@ class CoverageStudy(Study):
         **GAMMA_WARNING_KINDS,
         "beta": ("beta <= gamma", "Theorem 3.2 (block bootstrap) needs gamma < beta"),
         "gaussian": ("multiplier = 'gaussian'", "unbounded; Theorem 3.2 asks bounded multipliers"),
+        "idle_zoo_key": ("a zoo key without its method", "it changes nothing"),
     }
     compute_sources = ("engine/dispatch.py", "engine/rng.py", "privacy", "models", "inference", "recursion",
-                       "studies/base.py", "studies/coverage/study.py")
+                       "studies/base.py", "studies/coverage/study.py", "studies/coverage/zoo.py")
     table_columns = {"summary": {
         "method": "text", "coord": "count", "n": "positive", "reps": "count", "n_failed": "count", "coverage": "number",
         "coverage_se": "number", "length": "number", "length_se": "number", "theta_star": "number",
-        "bias": "number", "sd": "number", "se_ratio": "number"}}
+        "bias": "number", "sd": "number", "se_ratio": "number"},
+        "zoo": {"method": "text", "n": "positive", "reps": "count", "n_failed": "count", "coverage": "number",
+                "coverage_se": "number", "length_ratio": "number", "length_ratio_se": "number",
+                "privacy_cost": "number", "state_floats": "count", "seconds_per_rep": "number"}}
+
+    def required_tables(self, config):
+        methods = config.get("methods")
+        zoo = isinstance(methods, list) and any(isinstance(m, str) and m in ZOO_METHODS for m in methods)
+        # zoo.md and zoo.png are drawn from zoo.csv: without it they would be left as they are, stale
+        return {"summary": "a coverage run", **({"zoo": "a run with the zoo's methods"} if zoo else {})}
 
     # --- configuration
+
+    def config_keys(self, mapping):
+        return with_model_keys(self.keys, mapping)
+
+    def run_meta(self, config):
+        return user_models.run_meta(config.settings, build_model)
 
     def make_setting(self, values):
         values = path_values(values)
@@ -121,7 +139,7 @@ class CoverageStudy(Study):
 
     def validate(self, s, options):
         validate_path(s)
-        note = MODELS[s.model].coverage_note
+        note = model_class(s.model).coverage_note
         if note:
             raise ConfigError(f"model = {s.model!r} runs in the trajectory study only: it {note}")
         methods = options["methods"]
@@ -150,7 +168,7 @@ class CoverageStudy(Study):
                                   "raise n")
 
     def warnings(self, s, options):
-        out = gamma_warnings(s)
+        out = gamma_warnings(s) + [("idle_zoo_key", text) for text in idle_zoo_keys(options)]
         if uses_blocks(options["methods"]):
             if s.beta <= s.gamma:
                 out.append(("beta", f"beta = {s.beta} <= gamma = {s.gamma}: Theorem 3.2 (block bootstrap) needs "
@@ -160,7 +178,7 @@ class CoverageStudy(Study):
         return out
 
     def memory(self, s, options):
-        methods, d = options["methods"], MODELS[s.model].dimension(s)
+        methods, d = options["methods"], model_class(s.model).dimension(s)
         out = []
         if uses_blocks(methods):
             m = s.n // floor_power(s.n, s.beta)
@@ -173,10 +191,17 @@ class CoverageStudy(Study):
             batches = floor_power(s.n, (1.0 - s.gamma) / 2.0) + 1
             out.append((FLOAT * batches * d, f"{batches} batch sums of d = {d} coordinates (n = {s.n}, "
                                              f"gamma = {s.gamma})"))
+        # the zoo's state (OB: 2 B d + B + 2 d floats), for every lane of a kernel call of the default width
+        lanes = vector_width()
+        for m in zoo_methods(methods):
+            floats = state_floats(m, d, s, options)
+            out.append((FLOAT * floats * lanes, f"{m}'s state of {floats} floats x {lanes} lanes (d = {d}"
+                                                + (f", ob_paths = {options['ob_paths']})" if m in ("OB", "OB_split")
+                                                   else ")")))
         return out
 
     def chunk_shapes(self, s, options):
-        d = MODELS[s.model].dimension(s)
+        d = model_class(s.model).dimension(s)
         methods = options["methods"]
         shapes = {"theta_bar": (d,), "bounds": (len(methods), d, 2), "ok": ()}
         if zoo_methods(methods):  # each method's own validity, point estimate and measured seconds
@@ -190,6 +215,9 @@ class CoverageStudy(Study):
 
     def seconds(self, setting, options):
         return path_seconds(setting)
+
+    def pilot_setting(self, setting, options, fraction):
+        return pilot_n(setting, fraction)
 
     def warm_up(self, config, lanes=None):
         # the kernels are specialised on one observation a step or several, and on the lanes
@@ -251,7 +279,7 @@ class CoverageStudy(Study):
         model = build_model(s)
         layouts = [stream_layout(x, methods) for x in settings]
         return _Job(settings, methods, model, layouts, model.sigma(s.batch_size), twin, options,
-                    zoo_spec(s, options, build=build_model))
+                    zoo_spec(s, options, build=build_model), model.hessian() if "plugin_oracle" in methods else None)
 
     def _replicate(self, job, gens, width=None):
         """Replications of ``gens``, their paths side by side (``width`` lanes): per replication, a result per setting.
@@ -312,7 +340,7 @@ class CoverageStudy(Study):
                 estimate = np.tile(state.theta_bar, (len(methods), 1))
                 if finite:
                     for m, (lo, hi, est) in zoo_bounds(methods, zoo_state, state.theta_bar, setting, job.options,
-                                                       job.zoo, model.hessian()).items():
+                                                       job.zoo, job.hessian).items():
                         k = methods.index(m)
                         bounds[k, :, 0], bounds[k, :, 1], estimate[k] = lo, hi, est
                         method_ok[k] = bool(np.isfinite(bounds[k]).all()) and resolved(bounds[k])
@@ -360,7 +388,7 @@ class CoverageStudy(Study):
             for states, zoo in zip(paths, zoo_states):
                 if states[0].finite(s.n):
                     watch.time(m, lambda: zoo_bounds([m], zoo, states[0].theta_bar, s, options, job.zoo,
-                                                     model.hessian()), count)
+                                                     job.hessian), count)
         return watch.seconds
 
     # --- summarising and drawing
@@ -373,14 +401,15 @@ class CoverageStudy(Study):
 
     def write_outputs(self, out, tables, meta):
         rows = tables["summary"]
-        (out / "table.md").write_text(render_markdown(rows, self.table_title(meta)))
+        check_zoo_table(rows, tables.get("zoo"))
+        (out / "table.md").write_text(render_markdown(rows, self.table_title(meta), user_models.truth_notes(meta)))
         (out / "table.tex").write_text(render_latex(rows))
         level = meta.get("config", {}).get("level") if isinstance(meta.get("config"), dict) else None
         return (["table.md", "table.tex"] + write_coverage_figure(out, rows, self.table_title(meta) or "", level)
                 + write_sweep_maps(out, rows) + write_zoo_outputs(out, tables.get("zoo"), self.table_title(meta), level))
 
     def render(self, tables, meta):
-        return render_markdown(tables["summary"], self.table_title(meta))
+        return render_markdown(tables["summary"], self.table_title(meta), user_models.truth_notes(meta))
 
 
 def _warm_zoo(setting, model, options, width, alone: bool = False) -> None:
@@ -395,6 +424,24 @@ def _warm_zoo(setting, model, options, width, alone: bool = False) -> None:
         run_paths_lanes(model, gens, small.n, small.c, small.gamma, small.theta0,
                         [stream_layout(small, options["methods"])], small.batch_size, width, spec,
                         zoo_generators(spec, gens))
+
+
+def check_zoo_table(summary: list[dict], zoo: list[dict] | None) -> None:
+    """Refuse (one line) a zoo table that is not the summary's run's: other key columns or other methods.
+
+    Only ``table`` can meet one (a zoo.csv copied from another run): its
+    zoo.md would group or label the rows wrongly without a word.
+    """
+    if not zoo:
+        return
+    keys, zoo_keys = key_columns(summary), [k for k in zoo[0] if k not in ZOO_COLUMNS]
+    if zoo_keys != keys:
+        raise ConfigError(f"zoo.csv has the key columns {zoo_keys or 'none'}, summary.csv {keys or 'none'}: they are "
+                          "not from one run")
+    methods, zoo_methods_ = {r["method"] for r in summary}, {r["method"] for r in zoo}
+    if zoo_methods_ != methods:
+        raise ConfigError(f"zoo.csv has the methods {', '.join(sorted(zoo_methods_))}, summary.csv "
+                          f"{', '.join(sorted(methods))}: they are not from one run")
 
 
 def write_sweep_maps(out: Path, rows: list[dict]) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from ...engine.usercode import display
 from ...engine.config import Config
 from ...inference.intervals import normal_quantile
 from ...inference.zoo import ZOO_METHODS
@@ -61,7 +62,7 @@ def summarize(config: Config, results: list[dict]) -> list[dict]:
             all_covered = ((lo_all <= theta_star) & (theta_star <= hi_all)).all(axis=1)
             for coord in range(theta_star.shape[0]):
                 est = estimates[ok, coord]
-                row = {k: getattr(setting, k) for k in keys}
+                row = {k: display(getattr(setting, k)) for k in keys}  # a user's file: its path, no hash
                 row.update(method=method, coord=coord, n=setting.n, reps=reps, n_failed=failed)
                 row.update(_stats(est, lo_all[:, coord], hi_all[:, coord], float(theta_star[coord]), z))
                 if joint:

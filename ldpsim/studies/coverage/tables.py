@@ -92,18 +92,24 @@ _JOINT = [("joint cover", lambda r, tex: _cell(r["joint_coverage"], r["joint_cov
            if r["coord"] == 0 else "")]
 
 
+def _blank(value) -> bool:
+    """A key the setting does not read: ``None`` in a run's rows, ``""`` in its CSV read back."""
+    return value is None or value == ""
+
+
 def _ratio(a: float, b: float) -> str:
     return f"{a / b:+.3f}" if math.isfinite(a) and math.isfinite(b) and b > 0 else "-"
 
 
-def render_markdown(rows: list[dict], title: str | None = None) -> str:
-    """Coverage/length table and diagnostics table as GitHub markdown."""
+def render_markdown(rows: list[dict], title: str | None = None, notes=()) -> str:
+    """Coverage/length table and diagnostics table as GitHub markdown; ``notes``: paragraphs after them."""
     parts = [f"# {title}\n"] if title else []
     head, body = _layout(rows, lambda method: _MAIN, tex=False)
     parts.append("Coverage and mean length of the confidence intervals (standard errors in brackets).\n")
     parts.append(tabulate(body, head, tablefmt="github", disable_numparse=True) + "\n")
-    # a key may be None in some rows (an online model's epsilon without privacy): those sort last
-    diag = sorted(_diagnostic_rows(rows), key=lambda r: [(r[k] is None, 0 if r[k] is None else r[k])
+    # a key may be None in some rows (an online model's epsilon without privacy; blank in a summary.csv read
+    # back, so that `table` orders them as the run did): those sort last
+    diag = sorted(_diagnostic_rows(rows), key=lambda r: [(_blank(r[k]), 0 if _blank(r[k]) else r[k])
                                                          for k in key_columns(rows)])
     per_method = _SE_RATIO + (_JOINT if "joint_coverage" in rows[0] else [])
     head, body = _layout(diag, lambda method: _ESTIMATE if method == "theta_bar" else per_method, tex=False)
@@ -115,6 +121,7 @@ def render_markdown(rows: list[dict], title: str | None = None) -> str:
            "(BBjoint is built for it, the others are per coordinate).\n" if "joint_coverage" in rows[0] else ".\n")
     )
     parts.append(tabulate(body, head, tablefmt="github", disable_numparse=True) + "\n")
+    parts += [f"{note}\n" for note in notes]
     return "\n".join(parts)
 
 

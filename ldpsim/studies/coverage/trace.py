@@ -55,12 +55,14 @@ from ...engine.jit import jit
 from ...engine.resources import FLOAT, check_memory
 from ...inference import intervals as inference
 from ...inference.streaming import PathState, StreamLayout, checkpoint_grid, floor_power
-from ...models import MODELS, build_model, privatized_gradient
+from ...inference.zoo import ZOO_METHODS
+from ...models import MODELS, build_model, model_class, privatized_gradient
 from ...recursion.kernels import sn_add, sn_read, sn_recentre, step_ratio_coefficients, step_size
 from ...engine.rng import kernel_rng, local_rng, release_rng, replication_generator
 from ...reporting.figures import figure_class as _figure_class
 from ...reporting.meta import git_commit, machine, versions
 from .study import CoverageStudy, resolved
+from .zoo import ZOO_KEY_NAMES
 
 #: Keys only ``trace`` takes, with their defaults.
 TRACE_DEFAULTS = {"checkpoints": 200, "k_min": 10}
@@ -70,8 +72,28 @@ CHECKPOINTS_KEY = cfg.Key("checkpoints", "int", 200, grid=False, range=cfg.Range
 K_MIN_KEY = cfg.Key("k_min", "int", 10, grid=False, range=cfg.Range("[2, inf)"), help="first checkpoint")
 #: Methods of the figure unless the config says otherwise.
 TRACE_METHODS = ("BB", "BM", "SN")
-#: Keys a trace config may hold: the run keys but ``reps`` (one path), plus the trace keys.
-TRACE_KEYS = tuple(k.name for k in CoverageStudy.keys) + ("seed",) + tuple(TRACE_DEFAULTS)
+#: Keys a trace config may hold: the coverage study's keys but ``reps`` (one path) and the zoo's (whose methods a
+#: trace does not draw), plus ``study`` (``coverage``, the only one) and the trace keys.
+TRACE_KEYS = tuple(k.name for k in CoverageStudy.keys if k.name not in ZOO_KEY_NAMES) + ("seed", "study") + tuple(
+    TRACE_DEFAULTS)
+
+
+def check_trace_keys(mapping: dict, where: str, context: dict | None = None) -> None:
+    """Refuse, in one line, what a trace cannot draw: another study, the zoo's keys, a key it does not know.
+
+    ``context``: the config's ``model`` when ``mapping`` holds the overrides only (a user's model declares keys).
+    """
+    study = mapping.get("study", "coverage")
+    if study != "coverage":
+        raise cfg.ConfigError(f"study = {cfg.show(study)} in {where}: trace draws the coverage study's intervals along "
+                              "one path (000's Figure 1); run this config with `ldpsim run`")
+    zoo = [k for k in mapping if k in ZOO_KEY_NAMES]
+    if zoo:
+        raise cfg.ConfigError(f"{zoo[0]} = {cfg.show(mapping[zoo[0]])} in {where} is a key of the method zoo, whose "
+                              "methods trace does not draw; remove it (the zoo runs in `ldpsim run`)")
+    cfg.check_keys(mapping, where, trace_keys({**(context or {}), **mapping}))
+
+
 #: The left panel of the figure ends, and the right one starts, at this fraction of n
 #: (000's Figure 1: 200000 of 1e6).
 PANEL_SPLIT = 0.2
@@ -126,10 +148,16 @@ def resolve_trace(mapping: dict, where: str = "config") -> TraceConfig:
     ConfigError
         On the first bad key or value, or on a list value (a trace follows one path).
     """
-    if "reps" in mapping:
+    if "reps" in mapping and mapping.get("study", "coverage") == "coverage":
         raise cfg.ConfigError(f"reps = {cfg.show(mapping['reps'])} does not apply in {where}: trace follows one path")
-    cfg.check_keys(mapping, where, TRACE_KEYS)
+    check_trace_keys(mapping, where)
     raw = {**TRACE_DEFAULTS, "methods": list(TRACE_METHODS), **mapping}
+    raw.pop("study", None)
+    methods = raw["methods"] if isinstance(raw["methods"], (list, tuple)) else [raw["methods"]]
+    zoo = [m for m in methods if m in ZOO_METHODS]
+    if zoo:
+        raise cfg.ConfigError(f"methods = {cfg.show(list(methods))}: trace draws {', '.join(inference.METHODS)} along "
+                              f"one path; the zoo's methods ({', '.join(zoo)}) run in `ldpsim run`")
     for key, value in raw.items():
         if key != "methods" and isinstance(value, (list, tuple)):
             raise cfg.ConfigError(f"{key} = {cfg.show(value)} is a list; trace follows one path, so give one value")
@@ -139,9 +167,9 @@ def resolve_trace(mapping: dict, where: str = "config") -> TraceConfig:
     setting = config.settings[0]
 
     # the trace kernel is the scalar kernel with checkpoints, for one observation a step
-    if MODELS[setting.model].dimension(setting) != 1:
+    if model_class(setting.model).dimension(setting) != 1:
         scalar = ", ".join(k for k, m in MODELS.items() if getattr(m, "dim", None) == 1)
-        raise cfg.ConfigError(f"model = {setting.model!r} has {MODELS[setting.model].dimension(setting)} coordinates; "
+        raise cfg.ConfigError(f"model = {setting.model!r} has {model_class(setting.model).dimension(setting)} coordinates; "
                               f"trace draws scalar models: {scalar}")
     cfg.check_range("batch_size", setting.batch_size, setting.batch_size == 1, "{1} (trace draws plain LDP-SGD)")
     cfg.check_range("k_min", k_min, 2 <= k_min < setting.n, f"[2, n) = [2, {setting.n})")
@@ -170,10 +198,20 @@ def trace_memory(setting, methods, count: int, k_min: int) -> list[tuple[float, 
     return out
 
 
+def trace_keys(mapping: dict) -> tuple[str, ...]:
+    """:data:`TRACE_KEYS` and the keys of a user's model that ``mapping`` names."""
+    extra = [k.name for k in CoverageStudy().config_keys(mapping) if k.name not in TRACE_KEYS]
+    return TRACE_KEYS + tuple(extra)
+
+
 def load_trace(path: str | Path | None = None, overrides: dict | None = None) -> TraceConfig:
     """Load a trace config file, apply command-line overrides (which win) and validate."""
     mapping = cfg.load_yaml(path) if path is not None else {}
     where = f"config file {str(path)!r}" if path is not None else "config"
+    if path is not None:
+        from .. import anchor_user_files
+
+        mapping = anchor_user_files(mapping, Path(path).parent)
     mapping.update(overrides or {})
     return resolve_trace(mapping, where)
 

@@ -28,15 +28,16 @@ import math
 
 import numpy as np
 
+from ...engine.usercode import display
 from ...engine.config import ConfigError, Key, Range, check_range
 from ...engine.lanes import vector_width
 from ...engine.rng import as_generator
 from ...inference.streaming import checkpoint_grid
-from ...models import MODELS, build_model
+from ...models import MODELS, build_model, model_class
 from ...recursion.keys import GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seconds, path_seed_key, \
-    path_values, validate_path
+    path_values, validate_path, with_model_keys
 from ...reporting.stats import mean_se
-from ..base import Study
+from ..base import Study, pilot_n
 from .kernel import replication, replications, run_trajectories, squared_norms
 from .summary import rate_row, trajectory_rows
 from .theory import THEORIES, linearized_curves, mean_field, theory_slope
@@ -128,6 +129,14 @@ class TrajectoryStudy(Study):
     compute_sources = ("engine/dispatch.py", "engine/rng.py", "privacy", "models", "inference/streaming.py",
                        "recursion", "studies/base.py", "studies/trajectory/kernel.py")
 
+    def config_keys(self, mapping):
+        return with_model_keys(self.keys, mapping)
+
+    def run_meta(self, config):
+        from ...models import user as user_models
+
+        return user_models.run_meta(config.settings, build_model)
+
     def make_setting(self, values):
         return super().make_setting(path_values(values))
 
@@ -138,7 +147,7 @@ class TrajectoryStudy(Study):
         validate_path(s)
         k_min = options["k_min"]
         check_range("k_min", k_min, k_min < s.n, f"[1, n) = [1, {s.n})")
-        if "loss" in options["metrics"] and not MODELS[s.model].has_loss:
+        if "loss" in options["metrics"] and not model_class(s.model).has_loss:
             with_loss = ", ".join(name for name, cls in MODELS.items() if cls.has_loss)
             raise ConfigError(f"metrics contains 'loss' but model {s.model!r} defines no loss; models with one: "
                               f"{with_loss}")
@@ -151,7 +160,7 @@ class TrajectoryStudy(Study):
         return gamma_warnings(s)
 
     def chunk_shapes(self, setting, options):
-        shape = (len(setting_checkpoints(setting, options)), MODELS[setting.model].dimension(setting))
+        shape = (len(setting_checkpoints(setting, options)), model_class(setting.model).dimension(setting))
         return {"last": shape, "average": shape, "ok": ()}
 
     def steps(self, setting):
@@ -159,6 +168,9 @@ class TrajectoryStudy(Study):
 
     def seconds(self, setting, options):
         return path_seconds(setting)
+
+    def pilot_setting(self, setting, options, fraction):
+        return pilot_n(setting, fraction)
 
     def warm_up(self, config, lanes=None):
         for setting, model in self.distinct_kernels(config, build_model):
@@ -183,7 +195,7 @@ class TrajectoryStudy(Study):
         rows, rates, bias, guarantees = [], [], [], []
         metrics, theory = config.options["metrics"], config.options["theory"]
         for setting, chunk in zip(config.settings, chunks):
-            keys = {k: getattr(setting, k) for k in config.varied}
+            keys = {k: display(getattr(setting, k)) for k in config.varied}  # a user's file: its path
             model = build_model(setting)
             ok = chunk["ok"]
             n_failed = int((~ok).sum())

@@ -1,0 +1,97 @@
+"""``ldpsim audit``: a user's mechanism audited as the built-in ones are, through the code its models run.
+
+A user's :class:`~.mechanisms.Mechanism` declares its guarantee; ldpsim cannot
+prove it, but it can try to refute it. The mechanism is built at the given
+budget and bounds, and its noise is drawn through the functions the kernels
+call (:func:`~.mechanisms.draw_noise` for one coordinate,
+:func:`~.mechanisms.add_noise` for several) at the two opposite corners of
+the box of gradients, the farthest pair in l1 and in l2. Two threshold tests
+(:mod:`.audit`) turn the draws into lower bounds on epsilon: the likelihood
+ratio of Laplace noise and that of Gaussian noise, each at ``alpha / 2`` so
+that the larger of the two bounds holds with probability ``1 - alpha``. A
+lower bound above the declared epsilon refutes the claim; one below it says
+only that this test found no leak (an audit is a lower bound, not a proof).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from tabulate import tabulate
+
+from ..engine.errors import ConfigError
+from ..engine.rng import as_generator
+from ..engine.usercode import shown
+from .audit import AdditiveProbe, AuditCase, Claim, format_number, run_audit
+from .mechanisms import build_mechanism, draw_noise
+
+#: Probability that a bound printed exceeds the truth (split between the two tests).
+ALPHA = 0.05
+
+
+def _noise_sd(record, draws: int = 4000) -> float:
+    """The SD of one coordinate's noise, from draws in plain Python (it sets the grid of the Gaussian test)."""
+    gen = as_generator(7)
+    values = np.array([draw_noise(record, gen) for _ in range(draws)], dtype=float)
+    return float(values.std())
+
+
+def audit_mechanism(spec: str, epsilon: float, bounds, delta: float | None = None, draws: int = 1_000_000,
+                    seed: int = 20240501) -> tuple[str, bool]:
+    """Audit a user's mechanism at ``epsilon`` for gradients in the box ``|g_j| <= bounds[j]``.
+
+    Returns
+    -------
+    (str, bool)
+        The report, and whether the audit refutes the declared guarantee.
+    """
+    from ..engine.usercode import canonical, looks_like_spec
+    from .mechanisms import Mechanism
+
+    if not looks_like_spec(spec):
+        raise ConfigError(f"mechanism = {spec!r} is not a user's mechanism (path/to/file.py:Class); the built-in "
+                          "ones are audited by scripts/audit_privacy.py")
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ConfigError(f"--epsilon = {epsilon} is outside (0, inf)")
+    bounds = np.asarray(bounds, dtype=float)
+    if not (np.isfinite(bounds).all() and (bounds > 0).all()):
+        raise ConfigError(f"--bounds = {bounds.tolist()}: every bound must be a finite number > 0")
+    if draws < 1000:
+        raise ConfigError(f"--draws = {draws} is too few: at least 1000")
+    value = canonical(spec, Mechanism, "mechanism")
+    mech = build_mechanism(value, epsilon, bounds, delta)
+    record = mech.kernel_params()
+    declared_delta = float(getattr(mech, "delta", None) or 0.0)
+    claim = Claim("epsilon_delta", float(mech.epsilon), declared_delta) if declared_delta > 0 else \
+        Claim("epsilon", float(mech.epsilon))
+    sd = _noise_sd(record)
+    inputs = (-bounds, bounds)
+    scalar = bounds.size == 1
+    results = []
+    for statistic in ("laplace", "linear"):
+        if statistic == "linear" and not sd > 0:
+            continue
+        probe = AdditiveProbe(record, inputs, statistic, sd=sd, scalar=scalar)
+        case = AuditCase(f"{shown(value)} ({statistic} test)", claim, probe,
+                         why="opposite corners of the gradient box: the farthest pair in l1 and l2")
+        results.append(run_audit(case, draws, seed, alpha=ALPHA / 2))
+    best = max(results, key=lambda r: r.lower_bound)
+    refuted = best.lower_bound > claim.value
+    rows = [[r.case.name, claim.text, format_number(r.lower_bound), f"{r.ratio:.3f}", f"{r.seconds:.1f}"]
+            for r in results]
+    verdict = (f"REFUTED: the {best.case.name.rsplit('(', 1)[-1].rstrip(')')} gives epsilon >= "
+               f"{format_number(best.lower_bound)} with probability {1 - ALPHA:.0%}, above the declared "
+               f"{claim.value:g}" if refuted else
+               f"not refuted: no test found epsilon above the declared {claim.value:g} (a lower bound of "
+               f"{format_number(best.lower_bound)} holds with probability {1 - ALPHA:.0%}; an audit cannot prove "
+               "the claim)")
+    text = (f"audit of {shown(value)} built at epsilon = {epsilon:g}"
+            + (f", delta = {delta:g}" if delta else "") + f", bounds = {bounds.tolist()}: "
+            f"{draws:g} draws per input through its registered noise\n"
+            + tabulate(rows, ["mechanism (test)", "claim", f"lower bound ({1 - ALPHA:.0%})", "bound / claim", "s"],
+                       tablefmt="github") + f"\nverdict: {verdict}")
+    return text, refuted
+
+
+__all__ = ["ALPHA", "audit_mechanism"]
