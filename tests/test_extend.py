@@ -572,7 +572,8 @@ def _cli_error(main, argv) -> list[str]:
 
     buffer = io.StringIO()
     with contextlib.redirect_stderr(buffer):
-        assert main(argv) == 2
+        status = main(argv)
+    assert status == 2, buffer.getvalue()
     lines = buffer.getvalue().strip().splitlines()
     assert lines[0].startswith("ldpsim: error: ")
     return [lines[0][len("ldpsim: error: "):]] + lines[1:]
@@ -633,3 +634,23 @@ def test_every_zoo_method_runs_a_user_model_as_its_twin(spec):
 
     cls = model_class(canonical_model("model", f"{EXAMPLES / spec}"))
     _check_kernel_twin(cls(epsilon=2.0), cls(epsilon=2.0 / 5), 8, 3)
+
+
+def test_finding_the_user_files_runs_no_other_modules_getattr_hook(monkeypatch):
+    # it walked every module with getattr: mpmath's rational module warns on any attribute, and under the tests'
+    # warnings-as-errors a compile error of a user's file became an internal error (exit 70) after mpmath was imported
+    import types
+    import warnings
+
+    def hook(name):
+        warnings.warn("a lazy module's attribute", DeprecationWarning)
+        raise AttributeError(name)
+
+    lazy = types.ModuleType("lazy_for_test")
+    lazy.__getattr__ = hook
+    monkeypatch.setitem(sys.modules, "lazy_for_test", lazy)
+    module = usercode.load_file(EXAMPLES / "my_quantile.py")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        files = usercode._user_files()
+    assert files[os.path.realpath(module.__ldpsim_path__)].endswith("my_quantile.py")

@@ -456,8 +456,10 @@ class UserCodeError(ConfigError):
 def _user_files() -> dict[str, str]:
     """Real path -> shown path of every user file loaded in this process."""
     out = {}
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__ldpsim_path__", None)
+    for name, module in list(sys.modules.items()):
+        # only our modules' own dicts: getattr on every module would run other packages' module __getattr__ hooks
+        # (mpmath's deprecation warnings, lazy imports)
+        path = vars(module).get("__ldpsim_path__") if name.startswith(USER_MODULE_PREFIX) else None
         if path:
             out[os.path.realpath(path)] = shown(f"{path}:x").rpartition(":")[0]
     return out
