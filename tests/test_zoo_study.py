@@ -124,6 +124,7 @@ def test_zoo_methods_leave_the_main_path_and_the_classic_intervals_alone(tmp_pat
         assert row["reps"] + row["n_failed"] == 10
     oracle = [r for r in table if r["method"] == "oracle"]
     assert all(abs(r["length_ratio"] - 1.0) < 1e-12 for r in oracle)
+    assert all(r["length_ratio_se"] == 0.0 for r in oracle)  # a number: its spread is the rounding of the ends
 
 
 @pytest.mark.parametrize("model", ["quantile", pytest.param("quantile_regression", marks=pytest.mark.slow)])
