@@ -323,6 +323,7 @@ def test_ob_quantile_intervals_need_as_many_paths_as_bbs_quantiles(kind):
     assert ldpsim.load_config({**base, "ob_paths": 2, "ob_interval": "normal"}).options["ob_paths"] == 2
 
 
+@pytest.mark.slow  # every zoo method's kernels, compiled for minutes: CI's slow tier
 def test_the_plugins_hessian_is_computed_once_per_chunk_not_per_replication(monkeypatch):
     # the logistic model's G is a quadrature: computed in every replication (and inside the timed interval), it made
     # the zoo's time column for logistic about 100 times too high
@@ -341,6 +342,7 @@ def test_the_plugins_hessian_is_computed_once_per_chunk_not_per_replication(monk
     assert count(8) == count(40)
 
 
+@pytest.mark.slow  # every zoo method's kernels, compiled for minutes: CI's slow tier
 def test_the_zoo_gives_the_same_numbers_without_numba(tmp_path):
     # with NUMBA_DISABLE_JIT=1 the hooks' stubs ran their empty bodies: every zoo method failed in every replication
     import os
