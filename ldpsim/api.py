@@ -205,7 +205,8 @@ def _check_lanes(lanes):
         raise ConfigError(f"lanes = {show(lanes)} is not an integer; allowed: 1 to {MAX_LANES}, or none "
                           "(the fastest measured)")
     if not 1 <= lanes <= MAX_LANES:
-        raise ConfigError(f"lanes = {show(lanes)} is outside [1, {MAX_LANES}]")
+        raise ConfigError(f"lanes = {show(lanes)} is outside [1, {MAX_LANES}]; allowed: 1 to {MAX_LANES}, or none "
+                          "(the fastest measured)")
     return int(lanes)
 
 

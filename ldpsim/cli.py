@@ -40,8 +40,15 @@ def _check_repeated(args) -> None:
                           + (", with every value after it" if isinstance(first, list) else ""))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its refusals in one line, as every other refusal (not the whole usage before it)."""
+
+    def error(self, message):
+        self.exit(2, f"{PROG}: error: {message} ({self.prog} --help lists the flags)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
+    parser = _Parser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a config and write summary.csv, tables, figures and meta.json")
@@ -66,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-long", action="store_true",
                      help="run even if the run is estimated to take more than 7 days (otherwise refused before any "
                           "work, with the estimate)")
-    run.add_argument("--lanes", type=int, metavar="L",
+    run.add_argument("--lanes", type=_lanes, metavar="L",
                      help="replications a kernel call advances side by side, in SIMD vectors (default: one vector "
                           "register of doubles, 8 with AVX-512, 4 with AVX2; 1: one at a time); never changes the "
                           "numbers")
@@ -164,6 +171,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _lanes(text: str) -> int:
+    """``--lanes``: an integer, checked against its range by the API (:func:`ldpsim.api.run`)."""
+    from .api import MAX_LANES
+
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; allowed: 1 to {MAX_LANES}, or leave --lanes "
+                                         "out (the fastest measured)") from None
+
+
 def _decimal(text: str) -> float:
     """A fit option's number under the one rule of fit's numbers (``1_000`` and hex refused, as in cells)."""
     from .studies.dpsgd.fitdata import parse_number
@@ -186,13 +204,18 @@ def _fit(args) -> int:
     from .studies.dpsgd.fit import fit
     from .studies.dpsgd.fitdata import NUMBER_RULE, parse_number
 
-    data, covariates = args.data, args.covariates
+    data, covariates, bounds = args.data, args.covariates, args.bounds
     if data is None:
-        # argparse gives --covariates everything after it, the data file too
+        # argparse gives --covariates and --bounds everything after them, the data file too
         if covariates and Path(covariates[-1]).is_file():
             data, covariates = covariates[-1], covariates[:-1] or None
+        elif bounds and "=" not in bounds[-1] and Path(bounds[-1]).is_file():
+            data, bounds = bounds[-1], bounds[:-1] or None
         else:
-            raise ConfigError("give the data file (fit DATA.csv --response Y ...), before --covariates")
+            swallowed = [flag for flag, given in (("--covariates", covariates), ("--bounds", bounds)) if given]
+            raise ConfigError("give the data file (fit DATA.csv --response Y ...)"
+                              + (f", before {' and '.join(swallowed)} (which take every value after them)"
+                                 if swallowed else ""))
     elif covariates and Path(covariates[-1]).is_file():
         if Path(covariates[-1]).resolve() != Path(data).resolve():
             raise ConfigError(f"{covariates[-1]!r} after --covariates is a file, and the data file is {data!r}: give "
@@ -207,7 +230,7 @@ def _fit(args) -> int:
     result = fit(data, args.model, args.response, covariates, epsilon=args.epsilon, mu=args.mu,
                  delta=args.delta, accountant=args.accountant, sampling=args.sampling,
                  share_moments=args.share_moments, share_scaling=args.share_scaling, scaling=scaling,
-                 bounds=args.bounds, clip=args.clip, kappa=args.kappa, max_steps=max_steps,
+                 bounds=bounds, clip=args.clip, kappa=args.kappa, max_steps=max_steps,
                  batch_size=args.batch_size, c=args.c, level=args.level, seed=args.seed,
                  show_nonprivate=args.show_nonprivate, show_values=args.show_values, show_seed=args.show_seed)
     print(result.render())

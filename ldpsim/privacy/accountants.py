@@ -52,11 +52,14 @@ and the versions that compute it (:func:`_version`).
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engine.errors import ConfigWarning
 from .accounting import SAMPLINGS, clt_mu, clt_sigma
 from .gdp import gdp_epsilon, gdp_mu
 
@@ -124,6 +127,27 @@ def _on_disk(function, location: str):
     return joblib.Memory(location=location, verbose=0).cache(function)
 
 
+class _DamagedEntries(logging.Filter):
+    """Catches joblib's report of a cache entry it could not load (a traceback of ~25 lines each), counting them.
+
+    joblib then recomputes the entry and writes it anew; the run says so in one line (:func:`_cached`).
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def filter(self, record):
+        if "Exception while loading results" in record.getMessage():
+            self.count += 1
+            return False
+        return True
+
+
+#: Cache folders whose damage this process has reported (once each).
+_DAMAGE_SAID: set = set()
+
+
 def _cached(function):
     """``function`` memoised in memory and, where :func:`cache_dir` allows, on disk (``joblib.Memory``)."""
     seen = {}
@@ -135,11 +159,20 @@ def _cached(function):
         where = cache_dir()
         value = None
         if where is not None:
+            damaged = _DamagedEntries()
+            joblib_log = logging.getLogger("joblib")
+            joblib_log.addFilter(damaged)
             try:
                 where.mkdir(parents=True, exist_ok=True)
                 value = _on_disk(function, str(where))(*args)
             except OSError:  # a read-only home: compute in memory only
                 value = None
+            finally:
+                joblib_log.removeFilter(damaged)
+            if damaged.count and str(where) not in _DAMAGE_SAID:  # garbage, or truncated by a full disk: rewritten
+                _DAMAGE_SAID.add(str(where))
+                warnings.warn(f"entries of the accountant cache in {where} could not be read (damaged or "
+                              "truncated): discarded and recomputed", ConfigWarning)
         if value is None:
             value = function(*args)
         seen[args] = value

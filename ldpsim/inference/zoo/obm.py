@@ -42,6 +42,10 @@ REF, W, P, YSUM = 0, 1, 2, 3
 LEN, SUM_L2, SUM_L = 0, 1, 2
 
 
+#: Most values of m for which the batch start ``floor(C m^beta)`` is computed (a million: a second in Python).
+OBM_MAX_M = 1e6
+
+
 def obm_batch_starts(n: int, gamma: float, constant: float = 1.0, exponent: float | None = None) -> np.ndarray:
     """First iterate (1-based) of each batch: ``floor(C m^beta)`` for ``m = 1, 2, ...`` up to ``n``.
 
@@ -59,6 +63,15 @@ def obm_batch_starts(n: int, gamma: float, constant: float = 1.0, exponent: floa
     beta = 2.0 / (1.0 - gamma) if exponent is None else float(exponent)
     if beta <= 1.0 or constant <= 0.0:
         raise ConfigError(f"OBM's batch sequence needs obm_exponent > 1 and obm_constant > 0, got {beta} and {constant}")
+    # the schedule is listed for m = 1, 2, ... until C m^beta passes n: refuse a C so small that this takes
+    # more than OBM_MAX_M steps (obm_constant = 1e-300 would take 1e76 of them), in closed form, before any work
+    log_m = (math.log(n + 1.0) - math.log(constant)) / beta
+    if log_m > math.log(OBM_MAX_M):
+        least = math.exp(math.log(n + 1.0) - beta * math.log(OBM_MAX_M))  # (n + 1) / M^beta, M^beta may overflow
+        raise ConfigError(f"obm_constant = {constant:g} is too small for n = {n} and gamma = {gamma}: OBM's "
+                          f"batches start at floor(obm_constant m^{beta:.3g}), which reaches n only at "
+                          f"m = {math.exp(log_m):.3g} (at most {OBM_MAX_M:.0e} allowed); use obm_constant >= "
+                          f"{least:.3g}")
     starts = [1]
     m = 1
     while True:

@@ -721,18 +721,25 @@ def _guarantee_lines(accountant, sampling, total, delta, target, steps, m, n, si
     return lines
 
 
+def _magnitude(columns):
+    """Each column's largest absolute value (1 for a column of zeros): a scale whose use squares nothing."""
+    top = np.max(np.abs(columns), axis=0)
+    return np.where((top > 0) & np.isfinite(top), top, 1.0)
+
+
 def _nonprivate_fit(model, raw_x, raw_y, centres, level):
     """The full-sample fit with an intercept on the raw columns, the intercept read at ``centres``: NOT private."""
     n = raw_x.shape[0]
-    X = np.column_stack([np.ones(n), raw_x])
-    est, cov, _ = glm.full_sample_fit(model, X, raw_y)
-    # the intercept at the centres c: a + b'c, with variance [1, c'] Cov [1, c']'
-    at = np.concatenate([[1.0], centres])
-    est = est.copy()
-    est[0] = float(at @ est)
-    var = np.diag(cov).copy()
-    var[0] = float(at @ cov @ at)
-    half = normal_quantile(level) * np.sqrt(var / n)
+    # fitted on columns divided by their largest magnitude and centred at c, so that no square overflows (data
+    # near 1e300); the intercept is then the one at the centres, and the scales are undone on the estimates
+    with np.errstate(over="ignore", invalid="ignore"):
+        x_scale = _magnitude(raw_x)
+        y_scale = _magnitude(raw_y[:, None])[0] if model == "linear" else 1.0
+        X = np.column_stack([np.ones(n), raw_x / x_scale - np.asarray(centres, dtype=float) / x_scale])
+        est, cov, _ = glm.full_sample_fit(model, X, raw_y / y_scale)
+        unscale = y_scale / np.concatenate([[1.0], x_scale])
+        est = est * unscale
+        half = normal_quantile(level) * np.sqrt(np.diag(cov) / n) * unscale
     return est, np.column_stack([est - half, est + half])
 
 

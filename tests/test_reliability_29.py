@@ -1,0 +1,163 @@
+"""Issue 29 (reliability round 4): the hostile inputs of the new features, each with its test."""
+
+from __future__ import annotations
+
+import re
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ldpsim
+from ldpsim.cli import main
+from ldpsim.engine.config import ConfigError
+from ldpsim.engine.errors import ConfigWarning
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("ldpsim: error: "), err
+    return err
+
+
+# --- OBM's batch schedule ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_an_obm_constant_whose_schedule_cannot_be_listed_is_refused_at_once(command, tmp_path, capsys, monkeypatch):
+    # obm_constant = 1e-300 hung run and check (the schedule floor(C m^beta) was listed for m up to 1e76)
+    monkeypatch.chdir(ROOT)
+    argv = [command, "configs/zoo_quantile.yaml", "--set", "obm_constant=1e-300"]
+    if command == "run":
+        argv += ["--out", str(tmp_path / "r")]
+    start = time.monotonic()
+    assert main(argv) == 2
+    assert time.monotonic() - start < 30  # (not a timing assertion on speed: the hang took forever)
+    err = _one_error_line(capsys)
+    assert re.search(r"obm_constant = 1e-300 is too small for n = \d+ .* use obm_constant >= [0-9.e+-]+$", err)
+
+
+def test_the_least_obm_constant_named_in_the_refusal_is_accepted():
+    from ldpsim.inference.zoo.obm import OBM_MAX_M, obm_batch_starts
+
+    n, gamma = 10**8, 0.5
+    with pytest.raises(ConfigError) as info:
+        obm_batch_starts(n, gamma, 1e-300)
+    least = float(str(info.value).rsplit(">= ", 1)[1])
+    starts = obm_batch_starts(n, gamma, least * 1.01)
+    assert starts[0] == 1 and np.all(np.diff(starts) > 0) and starts[-1] <= n and len(starts) <= OBM_MAX_M
+    # a huge exponent (gamma near 1) and the smallest double: no overflow in the refusal's arithmetic
+    for g in (0.95, 0.964, 0.99):
+        try:
+            obm_batch_starts(n, g, 5e-324)
+        except ConfigError as exc:
+            assert "obm_constant" in str(exc)
+
+
+# --- argparse's refusals in one line -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "configs/quantile.yaml", "--lanes", "abc"], r"--lanes: 'abc' is not an integer; allowed: 1 to 64"),
+    (["run", "configs/quantile.yaml", "--lanes", "1.5"], r"--lanes: '1\.5' is not an integer; allowed: 1 to 64"),
+    (["run", "configs/quantile.yaml", "--lanes", "0"], r"lanes = 0 is outside \[1, 64\]; allowed: 1 to 64"),
+    (["fit", "x.csv", "--response", "y", "--epsilon", "abc"], r"--epsilon: 'abc' is not a decimal number"),
+    (["fit", "x.csv", "--response", "y", "--mu", "1", "--epsilon", "1"], r"--epsilon: not allowed with argument --mu"),
+    (["fit", "x.csv", "--response", "y", "--model", "probit"], r"--model: invalid choice: 'probit'"),
+    (["fit", "x.csv", "--response", "y", "--covariates"], r"--covariates: expected at least one argument"),
+    (["fit", "--response", "y", "--covariates", "a", "b", "missing.csv"],
+     r"give the data file .*, before --covariates \(which take every value after them\)"),
+    (["fit", "--response", "y", "--bounds", "a=0:1", "missing.csv"],
+     r"give the data file .*, before --bounds \(which take every value after them\)"),
+    (["frobnicate"], r"argument command: invalid choice: 'frobnicate'"),
+    (["run"], r"the following arguments are required: config"),
+])
+def test_argparse_refusals_are_one_line(argv, message, capsys, monkeypatch, tmp_path):
+    # they printed the whole usage (7 to 15 lines) before the error
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit) as info:
+        if main(argv) == 2:
+            raise SystemExit(2)
+    assert info.value.code == 2
+    err = _one_error_line(capsys)
+    assert re.search(message, err), err
+
+
+def test_fit_takes_the_data_file_swallowed_by_bounds(tmp_path, capsys):
+    data = tmp_path / "d.csv"
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 1, 400)
+    np.savetxt(data, np.column_stack([x + rng.normal(0, 0.1, 400), x]), delimiter=",", header="y,x", comments="")
+    # the budget's refusal comes after the file was found (it would say "give the data file" otherwise)
+    assert main(["fit", "--response", "y", "--bounds", "x=0:1", str(data)]) == 2
+    assert "give the privacy budget" in _one_error_line(capsys)
+
+
+@pytest.mark.parametrize("lanes", [1.5, "8", True, float("nan"), 0, 65])
+def test_the_apis_refusal_of_lanes_names_the_accepted_values_once(lanes):
+    with pytest.raises(ConfigError) as info:
+        ldpsim.run({"model": "quantile", "n": 1000, "reps": 2}, out=None, lanes=lanes, progress=False)
+    text = str(info.value)
+    assert "\n" not in text and text.count("allowed: 1 to 64, or none (the fastest measured)") == 1, text
+
+
+# --- fit's non-private comparison on data near 1e300 ----------------------------------------------------------
+
+def test_fits_full_sample_column_is_finite_and_silent_on_data_near_1e300(tmp_path):
+    # the non-private OLS squared the raw columns: numpy's "overflow encountered in matmul" and [nan, nan]
+    from ldpsim.studies.dpsgd.fit import fit
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=500)
+    y = x + rng.normal(size=500)
+    data = tmp_path / "big.csv"
+    np.savetxt(data, np.column_stack([y * 1e300, x]), delimiter=",", header="y,x", comments="")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = fit(str(data), "linear", "y", epsilon=3.0, seed=1, show_nonprivate=True)
+    lo, hi = result.nonprivate[1][1]
+    est = result.nonprivate[0][1]
+    assert np.isfinite([lo, hi, est]).all() and lo < est < hi
+    # the slope is that of the unscaled OLS, read in units of 1e300
+    X = np.column_stack([np.ones(500), x])
+    slope = np.linalg.lstsq(X, y, rcond=None)[0][1]
+    assert est / 1e300 == pytest.approx(slope, rel=1e-9)
+
+
+# --- a damaged accountant cache --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_damaged_accountant_cache_is_recomputed_with_one_line(damage, tmp_path, monkeypatch, capsys):
+    # every output.pkl replaced by garbage or truncated (a full disk) printed 200+ lines of joblib tracebacks
+    from ldpsim.privacy import accountants as acc
+
+    args = ("rdp", "swor", 2.0, 100, 1000, 10, 1e-5)
+    monkeypatch.setenv("LDPSIM_CACHE", "off")
+    acc._epsilon_pair.clear_memory()
+    right = acc.epsilon_pair(*args)
+    monkeypatch.setenv("LDPSIM_CACHE", str(tmp_path / "cache"))
+    acc._epsilon_pair.clear_memory()
+    assert acc.epsilon_pair(*args) == right
+    pickles = list((tmp_path / "cache").rglob("output.pkl"))
+    assert pickles
+    for p in pickles:
+        if damage == "garbage":
+            p.write_bytes(b"not a pickle")
+        else:
+            p.write_bytes(p.read_bytes()[:10])
+    acc._epsilon_pair.clear_memory()
+    monkeypatch.setattr(acc, "_DAMAGE_SAID", set())
+    capsys.readouterr()
+    with pytest.warns(ConfigWarning, match=r"entries of the accountant cache in .* could not be read \(damaged or "
+                                           r"truncated\): discarded and recomputed") as caught:
+        assert acc.epsilon_pair(*args) == right
+    assert len([w for w in caught if issubclass(w.category, ConfigWarning)]) == 1
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    acc._epsilon_pair.clear_memory()  # rewritten: read again without a word
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert acc.epsilon_pair(*args) == right
+    acc._epsilon_pair.clear_memory()
