@@ -161,3 +161,28 @@ def test_a_damaged_accountant_cache_is_recomputed_with_one_line(damage, tmp_path
         warnings.simplefilter("error")
         assert acc.epsilon_pair(*args) == right
     acc._epsilon_pair.clear_memory()
+
+
+# --- what bias, sd and se_ratio mean for the zoo's methods ------------------------------------------------------
+
+def test_hulc_has_no_se_ratio_and_the_zoo_methods_are_judged_on_their_own_estimates():
+    from ldpsim.studies.coverage.summary import summarize
+    from ldpsim.studies.coverage.tables import render_markdown
+
+    config = ldpsim.load_config({"model": "quantile", "n": 1000, "reps": 4, "methods": ["BB", "HulC", "HiGrad"]})
+    r, m = 4, 3
+    rng = np.random.default_rng(0)
+    theta_bar = rng.normal(0, 0.1, (r, 1))
+    own = rng.normal(0, 0.3, (r, m, 1))  # each method's own estimate, spread unlike theta_bar
+    bounds = np.stack([own - 0.5, own + 0.5], axis=-1)
+    res = {"ok": np.ones(r, bool), "theta_bar": theta_bar, "bounds": bounds,
+           "method_ok": np.ones((r, m), bool), "estimate": own}
+    rows = {row["method"]: row for row in summarize(config, [res])}
+    z = 1.6448536269514722
+    assert rows["BB"]["sd"] == pytest.approx(theta_bar[:, 0].std(ddof=1))
+    assert rows["HiGrad"]["sd"] == pytest.approx(own[:, 2, 0].std(ddof=1))
+    assert rows["HiGrad"]["se_ratio"] == pytest.approx(1.0 / (2 * z) / own[:, 2, 0].std(ddof=1))
+    assert rows["HulC"]["sd"] == pytest.approx(own[:, 1, 0].std(ddof=1)) and np.isnan(rows["HulC"]["se_ratio"])
+    text = render_markdown(list(rows.values()))
+    assert "HulC's interval is the range of its segment averages" in text
+    assert re.search(r"\| HulC +\| SE ratio \| - +\|", text)

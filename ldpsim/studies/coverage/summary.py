@@ -65,10 +65,16 @@ def summarize(config: Config, results: list[dict]) -> list[dict]:
                 row = {k: display(getattr(setting, k)) for k in keys}  # a user's file: its path, no hash
                 row.update(method=method, coord=coord, n=setting.n, reps=reps, n_failed=failed)
                 row.update(_stats(est, lo_all[:, coord], hi_all[:, coord], float(theta_star[coord]), z))
+                if method in NO_SE_RATIO:  # its interval is not its estimate +- z SE: the ratio means nothing
+                    row["se_ratio"] = math.nan
                 if joint:
                     row.update(proportion("joint_coverage", all_covered))
                 rows.append(row)
     return rows
+
+
+#: Methods whose interval is not an estimate +- z SE (HulC: the range of its segment averages): no ``se_ratio``.
+NO_SE_RATIO = ("HulC",)
 
 
 def method_mask(res: dict, j: int, method: str):

@@ -92,6 +92,14 @@ _JOINT = [("joint cover", lambda r, tex: _cell(r["joint_coverage"], r["joint_cov
            if r["coord"] == 0 else "")]
 
 
+#: Methods whose bias, SD and SE ratio are those of their own point estimate, not theta_bar's.
+OWN_ESTIMATE = ("HulC", "HiGrad", "OB_split")
+#: What the diagnostics table says of them (and README's summary.csv columns).
+ZOO_ESTIMATES = ("HiGrad's and OB_split's SE ratio divides by the SD of their own estimate (the mean of HiGrad's "
+                 "threads, OB_split's own path's average); HulC's interval is the range of its segment averages, "
+                 "not an estimate +- z SE: it has no SE ratio.")
+
+
 def _blank(value) -> bool:
     """A key the setting does not read: ``None`` in a run's rows, ``""`` in its CSV read back."""
     return value is None or value == ""
@@ -120,6 +128,8 @@ def render_markdown(rows: list[dict], title: str | None = None, notes=()) -> str
         + ("; joint cover = share of replications whose intervals cover all coordinates at once "
            "(BBjoint is built for it, the others are per coordinate).\n" if "joint_coverage" in rows[0] else ".\n")
     )
+    if any(r["method"] in OWN_ESTIMATE for r in rows):
+        parts[-1] = parts[-1].rstrip("\n") + " " + ZOO_ESTIMATES + "\n"
     parts.append(tabulate(body, head, tablefmt="github", disable_numparse=True) + "\n")
     parts += [f"{note}\n" for note in notes]
     return "\n".join(parts)

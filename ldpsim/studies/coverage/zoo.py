@@ -41,12 +41,13 @@ ZOO_KEYS = (
         help="OB, OB_split: perturbed paths B (each user answers B + 1 times)"),
     Key("ob_interval", "choice", "normal", grid=False, choices=OB_INTERVALS,
         help="OB, OB_split: interval from the bootstrap averages (percentile, basic: ob_paths >= max(50, 2 / (1 - level)))"),
-    Key("higrad_splits", "int", 2, grid=False, range=Range("[1, 20]"), help="HiGrad: levels after the first (nsplits)"),
+    Key("higrad_splits", "int", 2, grid=False, range=Range("[1, 20]"),
+        help="HiGrad: levels after the first (nsplits); no burn-in (the R package's default runs round(n / 10) steps first)"),
     Key("higrad_threads", "int", 2, grid=False, range=Range("[1, 100]"), help="HiGrad: threads per split (nthreads)"),
     Key("higrad_step_ratio", "float", 1.0, grid=False, range=Range("(0, 100]"),
         help="HiGrad: length ratio of consecutive levels (step.ratio)"),
     Key("obm_constant", "float", 1.0, grid=False, range=Range("(0, inf)"),
-        help="OBM: batches start at floor(C m^(2 / (1 - gamma))), C this constant"),
+        help="OBM: batches start at floor(C m^(2 / (1 - gamma))), C this constant (the first at iterate 1 whatever C)"),
 )
 ZOO_KEY_NAMES = tuple(k.name for k in ZOO_KEYS)
 #: The methods each zoo key is read by.
