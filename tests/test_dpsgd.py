@@ -205,7 +205,8 @@ def test_settings_share_their_samples_across_the_algorithm_keys():
     assert any("sampling = 'cyclic' with mu = 2.0: no amplification" in m for m in said)
     assert any("RS, RS_raw with sampling = 'cyclic' and no privacy noise" in m for m in said)
     assert len({s.seed_key for s in config.settings}) == 1
-    assert config.settings[0].clip == 6.0 and config.settings[0].mu_var == 2.0  # model defaults filled in
+    # model defaults filled in; A~, S~ get 0.1 of the release's mu^2 (budget_of = release, as fit)
+    assert config.settings[0].clip == 6.0 and config.settings[0].mu_var == pytest.approx(2.0 * math.sqrt(0.1))
 
 
 def test_run_writes_summary_with_the_coverage_columns(tmp_path):
@@ -222,15 +223,16 @@ def test_run_writes_summary_with_the_coverage_columns(tmp_path):
     assert {"summary.csv", "accuracy.csv", "privacy.csv", "table.md", "table.tex", "coverage_length.png",
             "dpsgd_vs_dpgd.png"} <= files
     privacy = result.tables["privacy"][0]
-    # mu = 2 (the default budget) read at delta = 1e-5 by the valid accountant for swor, RDP
+    # mu = 2 (the default budget, of the whole release) read at delta = 1e-5 by the valid accountant for swor, RDP
     target = gdp_epsilon(2.0, 1e-5)
     assert privacy["accountant"] == "rdp" and privacy["bound"] == "upper bound"
-    assert privacy["epsilon_target"] == pytest.approx(target)
-    assert 0.99 * target <= privacy["epsilon_path"] <= target
-    assert privacy["epsilon"] > privacy["epsilon_path"]  # with A~, S~ (mu_var = 2)
-    assert privacy["mu_total_clt"] == pytest.approx(math.hypot(privacy["mu_clt"], 2.0))
+    assert privacy["epsilon_target"] == pytest.approx(target) and privacy["budget_of"] == "release"
+    assert 0.99 * target <= privacy["epsilon"] <= target  # the path with A~, S~ (mu_var = sqrt(0.1) x 2)
+    assert privacy["epsilon_path"] < privacy["epsilon"]
+    assert privacy["mu_total_clt"] == pytest.approx(math.hypot(privacy["mu_clt"], 2.0 * math.sqrt(0.1)))
     assert math.isnan(privacy["eps_pld"]) and math.isnan(privacy["eps_gdp"])  # no PLD for swor, no GDP for sampling
-    assert privacy["epsilon_dpgd"] == pytest.approx(gdp_epsilon(2 * math.sqrt(2), 1e-5))  # DP-GD: exact GDP
+    # DP-GD, exact GDP: its steps at sqrt(mu^2 - mu_var^2) and its own A~, S~ at mu_var make the release's mu = 2
+    assert privacy["epsilon_dpgd"] == pytest.approx(target)
     assert "privacy" in result.meta and "eps CLT" in (tmp_path / "table.md").read_text()
     again = ldpsim.open_result(tmp_path)
     assert again.render() == result.render()

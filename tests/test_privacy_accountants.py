@@ -178,7 +178,13 @@ TINY = {"study": "dpsgd", "n": 100, "kappa": 1.5, "reps": 2, "seed": 1, "methods
                                            "no event for fixed-size batches without replacement"),
     ({"epsilon": 3, "sampling": "poisson", "accountant": "gdp"}, "exact GDP composition holds only without "
                                                                   "subsampling"),
-    ({"epsilon": 1e-5}, "epsilon = 1e-05 is below what the rdp accountant certifies for T = 1000 steps"),
+    ({"epsilon": 1e-5, "budget_of": "path"}, "epsilon = 1e-05 is below what the rdp accountant certifies for T = "
+                                              "1000 steps"),
+    ({"epsilon": 1e-5}, "epsilon = 1e-05 is below what the rdp accountant certifies for the release (the path of "
+                        "T = 1000 steps and A~, S~ at mu_var = "),
+    ({"mu": 2, "mu_var": 3}, "mu_var = 3.0 takes the whole budget of the release (mu = 2.0 (epsilon = 9.997 at "
+                             "delta = 1e-05), mu = 2) and leaves the path none: lower mu_var, or set budget_of = path"),
+    ({"budget_of": "both"}, "budget_of = 'both' is not one of"),
     ({"epsilon": 500}, "epsilon = 500.0 is above what the rdp accountant is asked to calibrate; allowed: "
                        "epsilon <= 100"),
     ({"epsilon": 1e-9}, "epsilon = 1e-09 is outside [1e-06, 1e4] or inf"),
@@ -194,9 +200,12 @@ def test_budget_keys_refuse_in_one_line(change, message):
 
 
 def test_defaults_and_what_a_setting_resolves_to():
-    (s,) = resolve(TINY).settings
-    assert (s.mu, s.epsilon, s.accountant, s.mu_var, s.delta) == (2.0, None, "rdp", 2.0, 1e-5)
-    (s,) = resolve({**TINY, "epsilon": 10, "sampling": "poisson"}).settings
+    (s,) = resolve(TINY).settings  # the budget is the whole release's: A~, S~ get 0.1 of its mu^2
+    assert (s.mu, s.epsilon, s.accountant, s.budget_of, s.delta) == (2.0, None, "rdp", "release", 1e-5)
+    assert s.mu_var == pytest.approx(2.0 * math.sqrt(0.1))
+    (s,) = resolve({**TINY, "budget_of": "path"}).settings  # 002's convention: A~, S~ at the path's mu on top
+    assert (s.mu, s.mu_var) == (2.0, 2.0)
+    (s,) = resolve({**TINY, "epsilon": 10, "sampling": "poisson", "budget_of": "path"}).settings
     assert s.mu is None and s.accountant == "pld" and s.mu_var == pytest.approx(2.0004, abs=1e-4)
     with pytest.warns(ldpsim.ConfigWarning, match="no amplification by subsampling"):
         (s,) = resolve({**TINY, "sampling": "cyclic"}).settings

@@ -136,7 +136,7 @@ def test_run_arguments_given_as_config_keys_are_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("study,change,failed", [
-    ("dpsgd", {"mu": 1e-100, "accountant": "clt", "methods": ["plugin", "BM"]}, "all"),  # noise of 1e100 per step
+    ("dpsgd", {"mu": 1e-100, "accountant": "clt", "budget_of": "path", "methods": ["plugin", "BM"]}, "all"),  # noise of 1e100 per step
     # the accuracy figure's log axis of NaN (was an internal error), a numpy warning about an empty mean
     ("dpsgd", {"theta0": 1e200, "kappa": [1.0, 1.5], "methods": ["plugin", "oracle"]}, "all"),
     # rate.png's log axis of NaN (was an internal error), a legend of nothing (was a raw warning)

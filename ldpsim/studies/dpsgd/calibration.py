@@ -78,38 +78,80 @@ def output_columns(options) -> list[tuple[str, int | None]]:
 EPSILON_ACCOUNTED_MAX = 100.0
 
 
+#: What a configured budget covers (key ``budget_of``): the whole release (as ``ldpsim fit``), or the path alone.
+BUDGETS_OF = ("release", "path")
+#: Under ``budget_of = release``, the share of the budget's mu^2 (GDP) that A~ and S~ get by default (fit's).
+SHARE_MOMENTS = 0.1
+
+
 def path_target(s) -> float:
-    """The path's budget as epsilon at ``s.delta``: ``epsilon``, or what ``mu``-GDP gives at ``delta`` (inf: none)."""
+    """The configured budget as epsilon at ``s.delta``: ``epsilon``, or what ``mu``-GDP gives at ``delta`` (inf: none).
+
+    With ``budget_of = path`` (002's convention) the path's; with ``release`` the whole release's.
+    """
     if s.epsilon is not None:
         return s.epsilon
     return math.inf if math.isinf(s.mu) else gdp_epsilon(s.mu, s.delta)
 
 
-def path_sigma(s, steps: int | None = None) -> float:
+def budget_mu(s) -> float:
+    """The configured budget in GDP: ``mu``, or the mu of ``(epsilon, delta)`` (inf: none)."""
+    if s.epsilon is None:
+        return s.mu
+    return math.inf if math.isinf(s.epsilon) else gdp_mu(s.epsilon, s.delta)
+
+
+def releases_moments(methods) -> bool:
+    """Whether ``methods`` release A~ and S~ (``None``, methods unknown: assumed, the cautious side)."""
+    return methods is None or any(m in PRIVATE_MOMENT_METHODS for m in methods)
+
+
+def extra_mu(s, methods=None) -> float:
+    """The GDP mu that the path's calibration must leave to A~ and S~: ``mu_var`` under ``budget_of = release``
+    when the methods release them, else 0 (the path gets the whole budget)."""
+    if s.budget_of == "release" and releases_moments(methods) and not math.isinf(s.mu_var):
+        return s.mu_var
+    return 0.0
+
+
+def path_sigma(s, steps: int | None = None, methods=None) -> float:
     """Noise multiplier of the path of ``s`` (0: non-private).
 
     ``mu`` with the ``clt`` or ``gdp`` accountant: the CLT's (exact
-    composition for cyclic passes) ``clt_sigma(mu)``, 002's calibration.
-    Otherwise the budget (:func:`path_target`) by the accountant
-    (:func:`ldpsim.privacy.accountants.calibrate_sigma`).
+    composition for cyclic passes) ``clt_sigma``, 002's calibration, of
+    ``mu`` (``budget_of = path``) or of what the release leaves the path,
+    ``sqrt(mu^2 - mu_var^2)`` (GDP composes exactly). Otherwise the budget
+    (:func:`path_target`) by the accountant
+    (:func:`ldpsim.privacy.accountants.calibrate_sigma`): of the path alone, or,
+    under ``budget_of = release`` with ``methods`` that release A~ and S~, of
+    the path composed with them (:func:`extra_mu`).
 
     Raises
     ------
     ValueError
-        If the accountant cannot reach the budget.
+        If the accountant cannot reach the budget (or A~ and S~ take all of it).
     """
     steps = floor_power(s.n, s.kappa) if steps is None else steps
     q = s.batch_size / s.n
+    extra = extra_mu(s, methods)
     if s.epsilon is None and s.accountant in ("clt", "gdp"):
-        return clt_sigma(s.mu, q, steps, s.sampling)
-    return calibrate_sigma(path_target(s), s.delta, s.accountant, s.sampling, steps, s.n, s.batch_size)
+        if extra >= s.mu:
+            raise ValueError(f"mu_var = {extra:.4g} takes the whole release's budget mu = {s.mu:.4g}")
+        return clt_sigma(math.sqrt(s.mu * s.mu - extra * extra) if extra else s.mu, q, steps, s.sampling)
+    return calibrate_sigma(path_target(s), s.delta, s.accountant, s.sampling, steps, s.n, s.batch_size,
+                           extra_mu=extra, whole=extra > 0)
 
 
 def dpgd_mu(s) -> float:
-    """GDP budget of a DP-GD run (its T2 full-batch Gaussian steps compose exactly): ``mu``, or the ``epsilon``'s."""
-    if s.epsilon is None:
-        return s.mu
-    return math.inf if math.isinf(s.epsilon) else gdp_mu(s.epsilon, s.delta)
+    """GDP budget of a DP-GD run's T2 full-batch Gaussian steps (they compose exactly).
+
+    ``budget_of = path``: the budget (``mu``, or the ``epsilon``'s), its own A~
+    and S~ on top; ``release``: what its A~ and S~ leave, ``sqrt(mu^2 - mu_var^2)``.
+    """
+    mu = budget_mu(s)
+    if s.budget_of == "path" or math.isinf(mu) or math.isinf(s.mu_var):
+        return mu
+    return math.sqrt(mu * mu - s.mu_var * s.mu_var) if s.mu_var < mu else 0.0
 
 
 @dataclass(frozen=True)
@@ -129,7 +171,7 @@ def calibrate(s, methods) -> Calibration:
     """Steps, noise multiplier, step noise SD, sampling factor, stream layout and Cholesky factor of ``s``."""
     steps = floor_power(s.n, s.kappa)
     q = s.batch_size / s.n
-    sigma = path_sigma(s, steps)
+    sigma = path_sigma(s, steps, methods)
     sigma1 = step_noise_sd(sigma, s.clip, s.batch_size, s.sampling) if sigma > 0 else 0.0
     if s.calibration == "printed":
         sigma1 *= 2.0
@@ -138,7 +180,7 @@ def calibrate(s, methods) -> Calibration:
                        glm.design_cholesky(s.design, DIM))
 
 
-def budget_problem(s) -> str | None:
+def budget_problem(s, methods=None) -> str | None:
     """Why the path's budget cannot be calibrated by the setting's accountant (one line), or ``None``.
 
     A valid accountant (``epsilon`` given, or ``accountant`` pld or rdp) is
@@ -146,22 +188,32 @@ def budget_problem(s) -> str | None:
     only to its epsilon at ``sigma =`` :data:`~ldpsim.privacy.accountants.SIGMA_CAP`.
     """
     target = path_target(s)
-    if math.isinf(target) or (s.epsilon is None and s.accountant in ("clt", "gdp")):
+    if math.isinf(target):
         return None
     what = (f"epsilon = {show(s.epsilon)}" if s.epsilon is not None
             else f"mu = {show(s.mu)} (epsilon = {target:.4g} at delta = {show(s.delta)})")
+    extra = extra_mu(s, methods)
+    if extra and extra >= budget_mu(s):
+        return (f"mu_var = {show(s.mu_var)} takes the whole budget of the release ({what}, mu = {budget_mu(s):.4g}) "
+                "and leaves the path none: lower mu_var, or set budget_of = path (002's convention)")
+    if s.epsilon is None and s.accountant in ("clt", "gdp"):
+        return None
     if target > EPSILON_ACCOUNTED_MAX and s.accountant in ("pld", "rdp"):  # (clt and gdp are closed forms)
         other = "accountant = clt, an approximation" + (", or gdp, exact" if s.sampling == "cyclic" else "")
         return (f"{what} is above what the {s.accountant} accountant is asked to calibrate; allowed: epsilon <= "
                 f"{EPSILON_ACCOUNTED_MAX:g} (or {other})")
     steps = floor_power(s.n, s.kappa)
     try:
-        path_sigma(s, steps)
+        path_sigma(s, steps, methods)
     except Unresolved as exc:
         return f"{what}: {exc}; use accountant = rdp (a valid bound, looser) or a larger delta"
     except ValueError as exc:
         if s.accountant not in ("pld", "rdp"):
             return f"{what} cannot be calibrated by the {s.accountant} accountant for T = {steps} steps: {exc}"
+        if extra:  # the release's floor: A~ and S~ alone, or the path at the cap with them
+            return (f"{what} is below what the {s.accountant} accountant certifies for the release (the path of "
+                    f"T = {steps} steps and A~, S~ at mu_var = {extra:.4g}): {exc}; lower mu_var, raise the budget, "
+                    "or set budget_of = path")
         try:
             floor = epsilon_pair(s.accountant, s.sampling, SIGMA_CAP, steps, s.n, s.batch_size, s.delta)[0]
         except Unresolved as unresolved:
@@ -187,13 +239,13 @@ def noise_problem(s, options) -> str | None:
     methods = options["methods"]
     steps = floor_power(s.n, s.kappa)
     q = s.batch_size / s.n
-    problem = budget_problem(s)
+    problem = budget_problem(s, methods)
     if problem is not None:
         return problem
     if not math.isinf(path_target(s)):  # the path runs whatever the methods
         sens = step_noise_sd(1.0, s.clip, s.batch_size, s.sampling) * (2.0 if s.calibration == "printed" else 1.0)
         try:
-            sigma = path_sigma(s, steps)
+            sigma = path_sigma(s, steps, methods)
         except ValueError:
             sigma = math.inf
         if not math.isfinite(sigma * sens):
@@ -227,6 +279,7 @@ def dpgd_noise_sd(s, steps: int) -> float:
     return 2.0 * s.gd_step * s.clip * math.sqrt(steps) / (s.n * mu)
 
 
-__all__ = ["RANDOM_SCALING_METHODS", "undefined_methods", "Calibration", "DEFAULT_CLIP", "DEFAULT_CLIP_HESSIAN", "DEFAULT_METHODS", "DIM", "EPSILON_ACCOUNTED_MAX",
+__all__ = ["BUDGETS_OF", "RANDOM_SCALING_METHODS", "SHARE_MOMENTS", "budget_mu", "extra_mu", "releases_moments",
+           "undefined_methods", "Calibration", "DEFAULT_CLIP", "DEFAULT_CLIP_HESSIAN", "DEFAULT_METHODS", "DIM", "EPSILON_ACCOUNTED_MAX",
            "METHODS", "PATH_METHODS", "PRIVATE_MOMENT_METHODS", "budget_problem", "calibrate", "dpgd_mu",
            "dpgd_noise_sd", "noise_problem", "output_columns", "path_sigma", "path_target"]

@@ -38,7 +38,8 @@ from ...engine.lanes import vector_width
 from ..base import Study
 from ..coverage.study import MANY_BATCHES, resolved
 from . import glm
-from .calibration import (DEFAULT_CLIP, DEFAULT_CLIP_HESSIAN, DEFAULT_METHODS, DIM, METHODS, calibrate,
+from .calibration import (BUDGETS_OF, DEFAULT_CLIP, DEFAULT_CLIP_HESSIAN, DEFAULT_METHODS, DIM, METHODS,
+                          SHARE_MOMENTS, calibrate,
                           dpgd_noise_sd, noise_problem, output_columns, path_target, undefined_methods)
 from .kernel import draw_data, draw_data_twin, replication_seconds, run_dpgd, run_dpgd_twin, run_dpsgd_lanes, \
     run_dpsgd_twin
@@ -79,17 +80,21 @@ DPSGD_KEYS = (
     # a finite mu must lie in [MU_MIN, MU_MAX]: the check is in validate (the key's range lets inf in)
     # a finite epsilon must lie in [EPSILON_MIN, EPSILON_MAX]: the check is in make_setting
     Key("epsilon", "float", None, nullable=True, range=Range("(0, inf]", EPSILON_RANGE),
-        help="budget of the DP-SGD path as (epsilon, delta), calibrated by `accountant`; inf: non-private; "
+        help="budget as (epsilon, delta), of what budget_of says, calibrated by `accountant`; inf: non-private; "
              "not with mu"),
+    Key("budget_of", "choice", "release", choices=BUDGETS_OF,
+        help="what epsilon or mu covers: the whole release (the path, and A~, S~ when plug-in or corrected RS "
+             "run: as `ldpsim fit`) or the path alone (002's convention: A~, S~ at mu_var on top)"),
     Key("delta", "float", 1e-5, range=Range("(0, 1)"), help="delta of the budget and of every epsilon reported"),
     Key("mu", "float", None, nullable=True, range=Range("(0, inf]", MU_RANGE),
-        help=f"GDP budget of the DP-SGD path, read at delta by a valid accountant; inf: non-private; default "
+        help=f"GDP budget, of what budget_of says, read at delta by a valid accountant; inf: non-private; default "
              f"{DEFAULT_MU:g} when epsilon is not given; not with epsilon"),
     Key("accountant", "choice", None, nullable=True, choices=ACCOUNTANTS,
         help="pld, rdp, gdp (exact, cyclic only) or clt (002's CLT: an approximation, not a bound); default the "
              "valid one for the sampling: pld (poisson), rdp (swor), gdp (cyclic)"),
     Key("mu_var", "float", None, nullable=True, range=Range("(0, inf]", MU_RANGE),
-        help="GDP budget of the private A~, S~ (plug-in, corrected RS); default: mu, or the mu of (epsilon, delta)"),
+        help=f"GDP budget of the private A~, S~ (plug-in, corrected RS); default: budget_of = release, "
+             f"sqrt({SHARE_MOMENTS:g}) x the budget's mu (fit's share); path, the budget's mu"),
     Key("calibration", "choice", "exact", choices=("exact", "printed"),
         help="sigma_1 = 2 sigma clip / m (exact) or 002's printed 2 sigma Delta_g / m, Delta_g = 2 clip"),
     Key("clip", "float", None, nullable=True, range=Range("(0, inf]"),
@@ -166,11 +171,12 @@ class DpsgdStudy(Study):
             values["clip"] = DEFAULT_CLIP[values["model"]]
         if values["clip_hessian"] is None:
             values["clip_hessian"] = DEFAULT_CLIP_HESSIAN[values["model"]]
-        if values["mu_var"] is None:  # the A~, S~ pair gets the path's budget, in GDP
+        if values["mu_var"] is None:  # path: the A~, S~ pair gets the path's budget, in GDP; release: a share
             if values["mu"] is not None:
-                values["mu_var"] = values["mu"]
+                budget = values["mu"]
             else:
-                values["mu_var"] = math.inf if math.isinf(epsilon) else gdp_mu(epsilon, values["delta"])
+                budget = math.inf if math.isinf(epsilon) else gdp_mu(epsilon, values["delta"])
+            values["mu_var"] = budget * math.sqrt(SHARE_MOMENTS) if values["budget_of"] == "release" else budget
         return super().make_setting(values)
 
     def seed_key(self, values):

@@ -81,7 +81,7 @@ def accuracy_row(keys, estimator, steps, errors, oracle_errors, failed) -> dict:
 
 
 #: Columns of a privacy row that a varied key of the same name would otherwise repeat.
-OWN_COLUMNS = ("sampling", "delta", "accountant", "epsilon", "mu_var", "clip")
+OWN_COLUMNS = ("sampling", "delta", "accountant", "epsilon", "budget_of", "mu_var", "clip")
 
 
 def privacy_row(keys, setting, methods, cal, chunk) -> dict:
@@ -96,6 +96,7 @@ def privacy_row(keys, setting, methods, cal, chunk) -> dict:
            "delta": delta, "accountant": setting.accountant,
            "bound": "upper bound" if IS_BOUND[setting.accountant] else "approximation (CLT)",
            "epsilon": math.nan, "epsilon_path": math.nan, "epsilon_target": path_target(setting),
+           "budget_of": setting.budget_of,
            "mu_clt": mu_clt, "mu_var": setting.mu_var if moments else math.nan,
            "mu_total_clt": compose(mu_clt, extra) if moments else mu_clt}
     for name in ACCOUNTANTS:

@@ -53,6 +53,15 @@ def privacy_lines(privacy: list[dict]) -> list[str]:
              "approximation, NOT a bound; blank: the accountant does not apply (dp-accounting's PLD has no "
              "event for fixed-size batches without replacement). Last: the share of clipped per-example gradients "
              "along the path and at theta*."]
+    kinds = {r.get("budget_of") or "path" for r in privacy}  # (a privacy.csv from before the key: 002's convention)
+    said = {"release": "with budget_of = release the configured budget (`epsilon` or `mu`) is the whole "
+                       "release's: the claimed epsilon is at most it",
+            "path": "with budget_of = path (002's convention) it is the path's alone: A~ and S~ come on top, and "
+                    "the claimed epsilon of the whole release exceeds it"}
+    if kinds == {"path"}:
+        said["path"] = said["path"].replace("it is the path's alone", "the configured budget (`epsilon` or `mu`) is "
+                                            "the path's alone")
+    lines.append(" Budget: " + "; ".join(said[k] for k in sorted(kinds, key=("release", "path").index)) + ".")
     if approximate:
         lines.append(" * marks settings whose claimed epsilon is the CLT's approximation (accountant = clt), as in 002: "
                      "not a privacy guarantee.")
