@@ -293,12 +293,12 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
     lanes = _check_lanes(lanes)
     check_backend(backend, scheduler, n_jobs)  # a bad backend leaves no empty output directory
     n_jobs = int(n_jobs)  # (numpy's integers are taken too)
+    log = log if log is not None else _stderr
     if backend in ("loky", "threading") or (backend == "dask" and scheduler is None):
         workers = min(local_workers(n_jobs), sum(-(-config.reps // chunk_size(study.steps(s))) for s in config.settings))
         check_run_memory(study, config.settings, config.options, config.reps, workers=workers)
         # (on a cluster of unknown size the time is not estimated)
-        check_run_time(study, config, workers, allow_long, lanes)
-    log = log if log is not None else _stderr
+        check_run_time(study, config, workers, allow_long, lanes, log=log)
     identity = _identity(config)
     started = datetime.now(timezone.utc)
     commit = git_commit()  # the code that computes, not whatever is checked out at the end

@@ -193,7 +193,9 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
         bar.update(total - sum(cost(todo, stop - start) for todo, start, stop in tasks))
         if tasks:
             with usercode.compile_errors("user code"):  # numba's page of typing errors, cut to its cause
-                study.warm_up(config, lanes)  # compiles into the cache that local workers load from
+                # compiles into the cache that local workers load from; in a thread, so that Ctrl-C and SIGTERM
+                # stop the run within a poll, and a long first compilation is said with its elapsed time
+                interrupt.while_compiling(lambda: study.warm_up(config, lanes), log)
             identity = store.code_identity(study)
             calls = [delayed(_chunk_task)(todo, study, [config.settings[i] for i in todo], config.options,
                                           config.seed, start, stop, identity, lanes)

@@ -146,6 +146,51 @@ def in_worker_thread(func, *args, **kwargs):
         pool.shutdown(wait=False)
 
 
+#: Seconds of compiling before the run says so, and between its reminders.
+COMPILE_NOTICE = 3.0
+COMPILE_REMINDER = 30.0
+
+
+def while_compiling(func, log, what: str = "the kernels of this run", poll: float = 0.1):
+    """``func()`` (a study's warm-up: numba compiles its kernels) in a thread, saying so if it takes a while.
+
+    numba compiles in Python and in LLVM, for minutes for the zoo's kernels
+    of a vector model the first time; in the main thread a SIGTERM or Ctrl-C
+    would wait for it (and, raised inside numba's compiler, leave its
+    library half built: "no compiled object yet"). Here the main thread only
+    waits, and an interrupt goes on within ``poll`` seconds; the compiling
+    thread is a daemon, left to the process's exit (numba writes a cache
+    file whole or not at all). After :data:`COMPILE_NOTICE` seconds ``log``
+    gets one line saying what happens, then one every :data:`COMPILE_REMINDER`
+    seconds, and the time it took at the end.
+    """
+    done = threading.Event()
+    box = {}
+
+    def target():
+        try:
+            box["value"] = func()
+        except BaseException as exc:  # handed to the waiting thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    start = time.monotonic()
+    threading.Thread(target=target, name="ldpsim-compile", daemon=True).start()
+    said, next_note = False, COMPILE_NOTICE
+    while not done.wait(poll):
+        elapsed = time.monotonic() - start
+        if elapsed >= next_note:
+            log(f"compiling {what}: first run only, numba caches them ({elapsed:.0f} s so far)" if not said else
+                f"still compiling {what} ({elapsed:.0f} s so far)")
+            said, next_note = True, elapsed + COMPILE_REMINDER
+    if "error" in box:
+        raise box["error"]
+    if said:
+        log(f"compiled {what} in {time.monotonic() - start:.0f} s")
+    return box.get("value")
+
+
 def wait_idle(timeout: float = 10.0) -> bool:
     """Wait until no task of this process runs (or ``timeout`` seconds); whether none does."""
     deadline = time.monotonic() + timeout
@@ -154,5 +199,5 @@ def wait_idle(timeout: float = 10.0) -> bool:
     return _active == 0
 
 
-__all__ = ["FLAG", "Interrupted", "POLL_MASK", "POLL_STEPS", "check", "clear", "in_worker_thread", "poll_mask", "request_stop", "requested", "stop_requested",
+__all__ = ["FLAG", "Interrupted", "POLL_MASK", "POLL_STEPS", "check", "clear", "in_worker_thread", "while_compiling", "poll_mask", "request_stop", "requested", "stop_requested",
            "task", "wait_idle"]

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import interrupt
 from .resources import MAX_RUN_SECONDS, check_time
 
 #: The clock the pilot reads (a test may replace it).
@@ -271,7 +272,7 @@ def static_tasks(study, settings, options, reps) -> list[tuple[float, int]]:
 
 
 def check_run_time(study, config, workers: int, allow_long: bool = False, lanes=None,
-                   limit: float = MAX_RUN_SECONDS) -> float:
+                   limit: float = MAX_RUN_SECONDS, log=None) -> float:
     """Refuse a run estimated beyond ``limit`` (one line), before its outputs are touched; return the estimate (s).
 
     The static model decides where it is more than :data:`STATIC_ERROR` from
@@ -282,7 +283,10 @@ def check_run_time(study, config, workers: int, allow_long: bool = False, lanes=
         return static
     if static > STATIC_ERROR * limit:
         return check_time(static_tasks(study, config.settings, config.options, config.reps), workers, limit=limit)
-    study.warm_up(config, lanes)
+    if log is None:
+        study.warm_up(config, lanes)
+    else:  # (in a thread: Ctrl-C and SIGTERM stop it, and a long compile is said)
+        interrupt.while_compiling(lambda: study.warm_up(config, lanes), log)
     tasks, basis, others = measured_tasks(study, config.settings, config.options, config.reps, config.seed, lanes)
     return check_time(tasks, available_workers(workers, others), limit=limit, basis=basis)
 

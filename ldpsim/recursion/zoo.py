@@ -1,7 +1,9 @@
 """The method zoo's paths and state inside the coverage kernels (issue 20): one pass over one stream.
 
-A method of the zoo that needs paths of its own runs them in the same
-kernel pass as the main LDP-SGD path, on the same observations: at step
+A method of the zoo that needs paths of its own runs them in a kernel pass
+with the main LDP-SGD path, on the same observations (the coverage study
+runs a pass per method, :meth:`~ldpsim.studies.coverage.study.CoverageStudy._zoo_passes`;
+the twin, all of them in one pass): at step
 ``i`` the kernel draws observation ``i`` (:func:`ldpsim.models.observe`),
 privatizes it for the main path, and hands it to :func:`zoo_observe`, which
 steps

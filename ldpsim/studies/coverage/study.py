@@ -42,7 +42,7 @@ from .figures import write_coverage_figure
 from .summary import key_columns, summarize
 from .tables import render_latex, render_markdown
 from .zoo import (ZOO_KEYS, Stopwatch, classic_methods, idle_zoo_keys, replication_index, state_floats, validate_zoo,
-                  zoo_bounds, zoo_generators, zoo_methods, zoo_spec)
+                  zoo_bounds, zoo_cost, zoo_generators, zoo_methods, zoo_spec)
 from .zoo_tables import ZOO_COLUMNS, write_zoo_outputs, zoo_rows
 
 #: An interval is usable only if its length is this many units in the last place of its ends:
@@ -84,6 +84,7 @@ class _Job(NamedTuple):
     twin: bool
     options: dict
     zoo: object  # the ZooSpec of the zoo's methods, or None
+    alone: dict  # per zoo method, the ZooSpec of it alone: the kernel pass that runs it (None without the zoo)
     hessian: object  # G of the model for plugin_oracle (None without it): computed once, a quadrature for logistic
 
 
@@ -214,7 +215,7 @@ class CoverageStudy(Study):
         return setting.n
 
     def seconds(self, setting, options):
-        return path_seconds(setting)
+        return path_seconds(setting) * zoo_cost(options)  # every zoo method's pass enters (OB: B + 1 paths)
 
     def pilot_setting(self, setting, options, fraction):
         return pilot_n(setting, fraction)
@@ -278,35 +279,62 @@ class CoverageStudy(Study):
         s = settings[0]
         model = build_model(s)
         layouts = [stream_layout(x, methods) for x in settings]
-        return _Job(settings, methods, model, layouts, model.sigma(s.batch_size), twin, options,
-                    zoo_spec(s, options, build=build_model), model.hessian() if "plugin_oracle" in methods else None)
+        zoo = zoo_spec(s, options, build=build_model)
+        alone = {m: zoo_spec(s, options, [m], build_model) for m in zoo_methods(methods)} if zoo is not None else None
+        return _Job(settings, methods, model, layouts, model.sigma(s.batch_size), twin, options, zoo, alone,
+                    model.hessian() if "plugin_oracle" in methods else None)
 
     def _replicate(self, job, gens, width=None):
         """Replications of ``gens``, their paths side by side (``width`` lanes): per replication, a result per setting.
 
-        With the zoo's methods their paths and state run in the same pass
-        (:mod:`ldpsim.recursion.zoo`); the lanes group that holds replication
+        With the zoo's methods each runs in a kernel pass of its own beside the
+        main path (:meth:`_zoo_passes`); the lanes group that holds replication
         0 of a setting is timed too (:meth:`_time_methods`).
         """
         s = job.settings[0]  # the path's keys are the group's
-        zoo_gens = zoo_generators(job.zoo, gens)
         zoo_states = [None] * len(gens)
         if job.twin:
+            zoo_gens = zoo_generators(job.zoo, gens)
             runs = [path_twin(job.model, gen, s.n, s.c, s.gamma, s.theta0, list(job.layouts), s.batch_size, job.zoo,
                               None if zoo_gens is None else {m: g[r] for m, g in zoo_gens.items()})
                     for r, gen in enumerate(gens)]
             paths = [run[0] for run in runs]
             if job.zoo is not None:
                 zoo_states = [run[2] for run in runs]
+        elif job.zoo is None:
+            paths = run_paths_lanes(job.model, gens, s.n, s.c, s.gamma, s.theta0, job.layouts, s.batch_size, width)
         else:
-            paths = run_paths_lanes(job.model, gens, s.n, s.c, s.gamma, s.theta0, job.layouts, s.batch_size, width,
-                                    job.zoo, zoo_gens)
-            if job.zoo is not None:
-                paths, zoo_states = paths
+            paths, zoo_states = self._zoo_passes(job, gens, width)
         seconds = None
         if job.zoo is not None and not job.twin and any(replication_index(g) == 0 for g in gens):
             seconds = self._time_methods(job, gens, width, paths, zoo_states)
         return [self._intervals(job, gen, states, zoo, seconds) for gen, states, zoo in zip(gens, paths, zoo_states)]
+
+    def _zoo_passes(self, job, gens, width):
+        """The main path and each zoo method in a kernel pass of its own: ``(paths, zoo_states)`` as one pass gives.
+
+        Every pass runs the main path on the same draws (the methods draw from
+        streams of their own, :func:`~.zoo.method_generator`), so its states are
+        those of a run without the zoo and each method's those of a run with it
+        alone, as in one pass of all of them (the twin's). A kernel per method
+        asked for is compiled (and shared with the timed passes), not one of
+        every combination of them: the all-method kernel of a vector model
+        compiled for minutes. The passes before the last run on copies of the
+        generators, the last on the generators themselves (the classic
+        methods' bootstrap draws continue from them).
+        """
+        s = job.settings[0]
+        methods = list(job.alone)
+        merged = [{} for _ in gens]
+        paths = None
+        for k, m in enumerate(methods):
+            pass_gens = gens if k == len(methods) - 1 else [_copy_generator(g) for g in gens]
+            spec = job.alone[m]
+            paths, states = run_paths_lanes(job.model, pass_gens, s.n, s.c, s.gamma, s.theta0, job.layouts,
+                                            s.batch_size, width, spec, zoo_generators(spec, pass_gens))
+            for into, state in zip(merged, states):
+                into.update(state)
+        return paths, merged
 
     def _intervals(self, job, gen, states, zoo_state=None, seconds=None):
         """Each setting's intervals from its state of one path, the multipliers drawn from ``gen`` after the path.
@@ -374,7 +402,7 @@ class CoverageStudy(Study):
             return lambda: run_paths_lanes(model, copies, s.n, s.c, s.gamma, s.theta0, job.layouts, s.batch_size,
                                            width, spec, zoo_generators(spec, copies))
 
-        _warm_zoo(s, model, options, width, alone=True)
+        _warm_zoo(s, model, options, width)
         watch.time("main", run(None), count)
         for m in zoo_methods(job.methods):  # the kernel of the main path and this method alone
             watch.time(m, run(zoo_spec(s, options, [m], build_model)), count)
@@ -412,14 +440,20 @@ class CoverageStudy(Study):
         return render_markdown(tables["summary"], self.table_title(meta), user_models.truth_notes(meta))
 
 
-def _warm_zoo(setting, model, options, width, alone: bool = False) -> None:
-    """Compile (or load) the kernel of the run's zoo methods; ``alone``: those of each method alone (the timed passes)."""
+def _copy_generator(gen: np.random.Generator) -> np.random.Generator:
+    """A generator in ``gen``'s state, drawing what ``gen`` would draw next (``gen`` is left as it is)."""
+    bit = type(gen.bit_generator)(gen.bit_generator.seed_seq)
+    bit.state = gen.bit_generator.state
+    return np.random.Generator(bit)
+
+
+def _warm_zoo(setting, model, options, width) -> None:
+    """Compile (or load) the kernel of each of the run's zoo methods alone (its pass, :meth:`CoverageStudy._zoo_passes`)."""
     small = setting.replace(n=256, beta=0.5)
     opts = dict(options, higrad_splits=1)  # a tree of the same types that fits 256 steps
     gens = [as_generator(0)]
     methods = zoo_methods(options["methods"])
-    specs = [zoo_spec(small, opts, [m], build_model) for m in methods] if alone else [zoo_spec(small, opts, None,
-                                                                                                 build_model)]
+    specs = [zoo_spec(small, opts, [m], build_model) for m in methods]
     for spec in specs:
         run_paths_lanes(model, gens, small.n, small.c, small.gamma, small.theta0,
                         [stream_layout(small, options["methods"])], small.batch_size, width, spec,

@@ -309,6 +309,25 @@ def state_floats(method: str, d: int, setting, options) -> int:
     return plugin_state_size(d)
 
 
+def pass_factor(method: str, options) -> float:
+    """Cost of ``method``'s kernel pass (the main path and the method alone) in main paths, for the time estimate.
+
+    From the per-step times of docs/zoo.md (scripts/bench_zoo.py, quantile,
+    8 lanes): HulC 1.8, HiGrad 1.7, OBM 1.9 and plugin_oracle 1.2 times the
+    main path, rounded up; OB about one path per perturbed path besides the
+    main one (B = 100: 99 times), OB_split one more (its own main path).
+    """
+    paths = int(options["ob_paths"])
+    return {"HulC": 2.0, "HiGrad": 2.0, "OBM": 2.0, "plugin_oracle": 1.25, "OB": 1.0 + paths,
+            "OB_split": 2.0 + paths}[method]
+
+
+def zoo_cost(options) -> float:
+    """A replication's kernel passes in main paths: 1 without the zoo, each zoo method's pass summed with it."""
+    methods = zoo_methods(options["methods"])
+    return sum(pass_factor(m, options) for m in methods) if methods else 1.0
+
+
 def privacy_factor(method: str, options, setting=None) -> float:
     """The privacy cost per user as a factor of the run's epsilon (of mu under GDP): :func:`user_privacy`'s.
 
@@ -356,7 +375,7 @@ def nan_seconds(methods) -> np.ndarray:
 
 
 __all__ = ["PATH_METHODS", "Stopwatch", "ZOO_KEYS", "ZOO_KEY_NAMES", "classic_methods", "method_generator",
-           "ZOO_KEY_METHODS", "idle_zoo_keys", "oracle_length", "privacy_factor", "replication_index", "split_setting", "state_floats", "UserPrivacy",
+           "ZOO_KEY_METHODS", "idle_zoo_keys", "oracle_length", "pass_factor", "privacy_factor", "replication_index", "split_setting", "state_floats", "UserPrivacy",
            "user_privacy", "validate_zoo",
-           "zoo_bounds",
+           "zoo_bounds", "zoo_cost",
            "zoo_generators", "zoo_methods", "zoo_spec"]
