@@ -81,7 +81,9 @@ def _vector_models():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("lanes, count", [(1, 1), (3, 2), (8, 8)])
+# one lane, and 8 lanes with 5 replications (a chunk's remainder, padded): each width compiles the all-method
+# kernel of every model for minutes, so lanes 3 went (2 and 4 run the same lane-generic code)
+@pytest.mark.parametrize("lanes, count", [(1, 1), (8, 5)])
 @pytest.mark.parametrize("name", list(_vector_models()))
 def test_every_zoo_method_in_the_kernel_equals_its_twin_every_model(name, lanes, count):
     model, split = _vector_models()[name]
