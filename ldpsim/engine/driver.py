@@ -195,7 +195,12 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
             with usercode.compile_errors("user code"):  # numba's page of typing errors, cut to its cause
                 # compiles into the cache that local workers load from; in a thread, so that Ctrl-C and SIGTERM
                 # stop the run within a poll, and a long first compilation is said with its elapsed time
-                interrupt.while_compiling(lambda: study.warm_up(config, lanes), log)
+                def said(line):  # a line of its own, not glued to the progress bar's
+                    bar.clear()
+                    log(line)
+                    bar.refresh()
+
+                interrupt.while_compiling(lambda: study.warm_up(config, lanes), said)
             identity = store.code_identity(study)
             calls = [delayed(_chunk_task)(todo, study, [config.settings[i] for i in todo], config.options,
                                           config.seed, start, stop, identity, lanes)
