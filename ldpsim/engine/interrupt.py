@@ -147,7 +147,7 @@ def in_worker_thread(func, *args, **kwargs):
 
 
 #: Seconds of compiling before the run says so, and between its reminders.
-COMPILE_NOTICE = 3.0
+COMPILE_NOTICE = 10.0
 COMPILE_REMINDER = 30.0
 
 
