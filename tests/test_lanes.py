@@ -409,9 +409,9 @@ def test_every_committed_config_gives_the_same_tables_at_1_2_4_and_8_lanes(path)
 
     one = tables(1)
     # a zoo config compiles a kernel per method and lane width, about a minute each for a vector model: its
-    # kernels are held at 1 and 8 lanes here, and every zoo method at 1 and 8 lanes against its twin on every
-    # model in tests/test_zoo_study.py (lanes 2 and 4 are the same lane-generic code at another width; the
-    # fast tier holds the quantile's at 1 and 8 lanes against the twin)
+    # kernels are held at 1 and 8 lanes here, and every zoo method at 8 lanes against its twin on every model in
+    # tests/test_zoo_study.py (lanes 2 and 4 are the same lane-generic code at another width; the fast tier
+    # holds the quantile's at 1 and 8 lanes against the twin)
     widths = (8,) if config.get("methods") and any(m in ZOO_METHODS for m in config["methods"]) else (2, 4, 8)
     for lanes in widths:
         assert tables(lanes) == one, lanes
