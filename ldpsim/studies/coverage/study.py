@@ -405,7 +405,7 @@ class CoverageStudy(Study):
         _warm_zoo(s, model, options, width)
         watch.time("main", run(None), count)
         for m in zoo_methods(job.methods):  # the kernel of the main path and this method alone
-            watch.time(m, run(zoo_spec(s, options, [m], build_model)), count)
+            watch.time(m, run(job.alone[m]), count)
         for m in classic_methods(job.methods):
             watch.add(m, watch.seconds["main"])
             for gen, states in zip(fresh(), paths):

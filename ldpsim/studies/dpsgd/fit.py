@@ -98,6 +98,7 @@ from ...privacy.accountants import (DESCRIPTION, IS_BOUND, PLD_FINEST, PLD_GRID,
 from ...privacy.accounting import clt_sigma, step_noise_sd
 from ...privacy.gdp import gdp_epsilon, gdp_mu
 from . import glm
+from .calibration import SHARE_MOMENTS  # (the study's budget_of = release shares the budget as fit does)
 from .fitdata import MAX_ABS, check_design, parse_number, read_table
 from .kernel import run_dpsgd
 
@@ -105,8 +106,8 @@ from .kernel import run_dpsgd
 MAX_STEPS = 100_000_000
 #: Smallest number of steps (the random-scaling interval needs a path).
 MIN_STEPS = 100
-#: Default shares of the GDP budget ``mu^2`` for ``A~`` and ``S~`` together, and for the private scaling.
-SHARE_MOMENTS, SHARE_SCALING = 0.1, 0.1
+#: Default share of the GDP budget ``mu^2`` for the private scaling (A~ and S~: :data:`.calibration.SHARE_MOMENTS`).
+SHARE_SCALING = 0.1
 #: Budgets (epsilon at delta) the accountants are asked to calibrate to (as the dpsgd study's).
 EPSILON_RANGE = (1e-3, 100.0)
 #: Confidence levels the random-scaling critical values cover.
