@@ -164,10 +164,14 @@ def test_every_key_can_be_set():
         20_000, 0.4, 2.0, 0.5, 0.6, 0.1, 0.8, 50, 0.8, "mammen", 2)
     assert (config.reps, config.seed, config.methods) == (3, 1, ("BB", "SN"))
     mapping.update(parse_assignment(f"{k}={v}") for k, v in linear.items())
+    with pytest.raises(ConfigError, match=r"^tau = 0\.4 is read by no setting of this run \(model = 'linear'"):
+        cfg.resolve(mapping)  # issue 29: a key that no setting reads is refused, not dropped
+    mapping.pop("tau")
     s = cfg.resolve(mapping).settings[0]
     assert (s.model, s.mechanism, s.delta, s.covariates, s.clip, s.tau) == ("linear", "gaussian", 1e-6, "uniform", 2.0, None)
     mapping.update(parse_assignment(f"{k}={v}") for k, v in online.items())
-    path_only = {k: v for k, v in mapping.items() if k not in ("beta", "B", "level", "multiplier", "methods")}
+    path_only = {k: v for k, v in mapping.items() if k not in ("beta", "B", "level", "multiplier", "methods",
+                                                              "delta", "covariates", "clip", "epsilon", "mu")}
     s = cfg.resolve({**path_only, "study": "trajectory"}).settings[0]
     # a per-user law replaces the constant budget; keys the model does not read are blank
     assert (s.model, s.mechanism, s.dim, s.mu, s.budget, s.epsilon, s.clip) == (

@@ -490,7 +490,7 @@ def test_a_tiny_budget_is_named_as_the_budget(tmp_path, capsys, value):
 def test_drawing_a_run_whose_noise_overflows_prints_no_raw_warning(tmp_path, capsys):
     # a per-user budget from 1e-300: a noise variance of 1e300 on the figure's log axis (matplotlib warned)
     status, _, err = cli(capsys, "run", ROOT / "configs" / "shi_budgets.yaml", "--reps", "2", "--n", "2000",
-                         "--set", "budget={uniform: [1e-300, 1]}", "--set", "mu=1", "--out", tmp_path / "o",
+                         "--set", "budget=[null, {uniform: [1e-300, 1]}]", "--set", "mu=1", "--out", tmp_path / "o",
                          "--quiet", "--n-jobs", "1")
     assert status == 0  # and cli() checked that every stderr line is ldpsim's
 

@@ -178,6 +178,8 @@ class Key:
         One line for the README's key table and ``--help``.
     label : str, optional
         What the key allows, as messages say it (default: from ``kind``, ``range`` and ``choices``).
+    hint : str
+        Added to the refusal of a value of the wrong kind (a user's key whose default fixed its kind).
     """
 
     name: str
@@ -190,6 +192,7 @@ class Key:
     convert: Callable | None = None
     help: str = ""
     label: str | None = None
+    hint: str = ""
 
     def allowed(self) -> str:
         """What values the key takes, as messages say it."""
@@ -210,7 +213,12 @@ class Key:
             # `methods:` with nothing after it, or `--set tau=`
             raise ConfigError(f"{self.name} = null has no value; give {self.allowed()}")
         if self.kind == "int":
-            value = as_int(self.name, value)
+            try:
+                value = as_int(self.name, value)
+            except ConfigError as exc:
+                if not self.hint:
+                    raise
+                raise ConfigError(f"{exc} {self.hint}") from None
         elif self.kind == "float":
             value = as_float(self.name, value)
         elif self.kind == "choice":
@@ -391,6 +399,41 @@ def check_keys(mapping: dict, where: str, allowed) -> None:
             raise ConfigError(f"unknown key {show(key)} in {where}{hint}; allowed: {', '.join(allowed)}")
 
 
+#: Keys a setting may blank on purpose although given: ``budget`` as a number becomes ``mu`` or ``epsilon``,
+#: and a mechanism named beside an infinite budget is the spelling of a non-private run.
+_BLANKED_ON_PURPOSE = ("budget", "mechanism")
+
+
+def check_read(mapping: dict, axes: dict, settings) -> None:
+    """Refuse a key the user gave that no setting reads (the study blanked it in every one).
+
+    A grid over models blanks ``tau`` for ``linear``; that is what a grid
+    means. But ``epsilon: 0.5`` beside ``mechanism: gdp`` (whose budget is
+    ``mu``), ``delta`` beside a pure mechanism or ``tau`` for ``linear``
+    alone would run a different experiment than the one written, silently.
+    An infinite ``epsilon`` or ``mu`` is exempt: it is how any budget key says
+    "non-private".
+    """
+    for key, given in mapping.items():
+        if key not in axes or key in _BLANKED_ON_PURPOSE or given is None:
+            continue
+        values = [v for v in (given if isinstance(given, list) else [given]) if v is not None]
+        if not values or (key in ("epsilon", "mu") and all(isinstance(v, (int, float)) and math.isinf(v)
+                                                           for v in values)):
+            continue
+        if any(getattr(s, key, None) is not None for s in settings):
+            continue
+        first = settings[0]
+        what = ", ".join(f"{k} = {show(getattr(first, k))}" for k in ("model", "mechanism")
+                         if getattr(first, k, None) is not None)
+        other = {"epsilon": "mu", "mu": "epsilon"}.get(key)
+        budget = (f"; its budget is {other} = {show(getattr(first, other))}"
+                  if other and getattr(first, other, None) is not None else "")
+        where = f" ({what}{budget})" if what else ""
+        raise ConfigError(f"{key} = {show(given)} is read by no setting of this run{where}: remove it, or "
+                          "change what it belongs to")
+
+
 def warn_grouped(found: dict[str, list[str]], kinds: dict[str, tuple[str, str]], total: int) -> None:
     """One :class:`ConfigWarning` per kind of condition, however many settings meet it.
 
@@ -441,6 +484,9 @@ def resolve(mapping: dict, study, where: str = "config") -> Config:
     ConfigError
         On the first bad key or value.
     """
+    for k, v in mapping.items():
+        if isinstance(v, (set, frozenset)):  # the grid's and the table's order would be the hash order
+            raise ConfigError(f"{k} = {show(v)} is a set, which keeps no order: give a list")
     mapping = {k: plain(v) for k, v in mapping.items() if k != "study"}
     keys = tuple(study.config_keys(mapping)) + RUN_KEYS
     check_keys(mapping, where, [k.name for k in keys] + ["study"])
@@ -459,6 +505,7 @@ def resolve(mapping: dict, study, where: str = "config") -> Config:
     combos = (dict(zip(axes, combo)) for combo in itertools.product(*axes.values()))
     # a study blanks keys a setting does not read, so that repeats collapse
     settings = tuple(dict.fromkeys(study.make_setting(values) for values in combos))
+    check_read(mapping, axes, settings)
 
     for s in settings:
         study.validate(s, options)
@@ -480,6 +527,28 @@ def resolve(mapping: dict, study, where: str = "config") -> Config:
 
 #: A config is a few lines; a file larger than this is not one (``/dev/zero``, a data file given by mistake).
 MAX_CONFIG_BYTES = 1 << 20
+
+
+#: Most values (list items and mapping entries, aliases counted each time they are used) a config may hold.
+MAX_CONFIG_VALUES = 100_000
+
+
+def _too_many_values(data, limit: int) -> bool:
+    """Whether ``data`` holds more than ``limit`` values once its shared (aliased) parts are counted per use."""
+    count, stack = 0, [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            items = list(item.keys()) + list(item.values())
+        elif isinstance(item, (list, tuple)):
+            items = item
+        else:
+            continue
+        count += len(items)
+        if count > limit:
+            return True
+        stack.extend(items)
+    return False
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -548,8 +617,12 @@ def load_yaml(path: str | Path) -> dict:
         if "4300" in text or "Exceeds the limit" in text:
             text = "an integer with more than 4300 digits"
         raise ConfigError(f"{what} is not valid YAML: {text}") from None
-    if data is None:
-        return {}
+    if _too_many_values(data, MAX_CONFIG_VALUES):  # aliases of aliases: 3 kB can stand for 10^9 values
+        raise ConfigError(f"{what} expands to more than {MAX_CONFIG_VALUES} values (YAML aliases repeating lists "
+                          "inside lists): a config is a few keys with short lists")
+    if data is None:  # a file saved empty, or the wrong file: running every default would hide it
+        raise ConfigError(f"{what} holds no keys (it is empty or all comments): give at least the model "
+                          "(model: quantile); python -m ldpsim keys MODEL lists a model's keys")
     if not isinstance(data, dict):
         raise ConfigError(f"{what} must hold a mapping of keys to values")
     return data
@@ -568,6 +641,9 @@ def parse_assignment(text: str) -> tuple[str, Any]:
         parsed = yaml.load(value, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except (yaml.YAMLError, RecursionError, ValueError):
         parsed = value  # not YAML: the key's check says what is wrong with the text
+    if _too_many_values(parsed, MAX_CONFIG_VALUES):
+        raise ConfigError(f"--set {key}=... expands to more than {MAX_CONFIG_VALUES} values (YAML aliases repeating "
+                          "lists inside lists)")
     return key, parsed
 
 

@@ -145,8 +145,10 @@ def _user_key(cls, name: str, default, range_text, text: str) -> Key:
         return Key(name, "any", None, convert=_required(cls, name), help=f"{help_text} (required)")
     if isinstance(default, bool):
         return Key(name, "any", default, convert=_boolean, help=help_text)
-    if isinstance(default, int):
-        return Key(name, "int", default, range=rng, help=help_text)
+    if isinstance(default, int):  # rate=1 makes an integer key: say so when 0.5 is refused
+        return Key(name, "int", default, range=rng, help=help_text,
+                   hint=f"({cls.__name__}.__init__ gives {name} the integer default {default}, which makes it an "
+                        f"integer key: write {float(default)!r} there for a key that takes any number)")
     if isinstance(default, float):
         return Key(name, "float", default, range=rng, help=help_text)
     if isinstance(default, str):
@@ -272,6 +274,8 @@ def _build_problem(setting) -> str | None:
                 sigma = np.asarray(model.sigma(setting.batch_size), dtype=float)
             except NotImplementedError:  # a model without G or S (004's clipped recursions): no oracle to check
                 sigma = None
+    except ConfigError as exc:  # a user's mechanism refused by its own checks: that line, not a float problem
+        return exc
     except (ArithmeticError, ValueError, np.linalg.LinAlgError, RuntimeError) as exc:  # RuntimeError: a root search
         return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no detail'}"
     if not np.isfinite(theta_star).all():
