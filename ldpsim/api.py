@@ -381,9 +381,12 @@ def _copy_user_files(out: Path, meta: dict) -> None:
         source = Path(entry["path"])
         name = source.name if source.name not in taken else f"{entry['sha256'][:8]}_{source.name}"
         taken.add(name)
+        target = out / "user_files" / name
         try:
             (out / "user_files").mkdir(exist_ok=True)
-            shutil.copyfile(source, out / "user_files" / name)
+            # a run rerun from its own copy (model: user_files/m.py, --out the same directory) has it already
+            if not (target.exists() and os.path.samefile(source, target)):
+                shutil.copyfile(source, target)
         except OSError as exc:
             raise ConfigError(f"out = {str(out)!r}: cannot copy {str(source)!r} into user_files/: "
                               f"{exc.strerror or exc}") from None

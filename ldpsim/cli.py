@@ -227,12 +227,17 @@ def _fit(args) -> int:
     except ValueError:
         raise ConfigError(f"max_steps = {args.max_steps!r} is not {NUMBER_RULE}") from None
     max_steps = as_int("max_steps", steps)
-    result = fit(data, args.model, args.response, covariates, epsilon=args.epsilon, mu=args.mu,
-                 delta=args.delta, accountant=args.accountant, sampling=args.sampling,
-                 share_moments=args.share_moments, share_scaling=args.share_scaling, scaling=scaling,
-                 bounds=bounds, clip=args.clip, kappa=args.kappa, max_steps=max_steps,
-                 batch_size=args.batch_size, c=args.c, level=args.level, seed=args.seed,
-                 show_nonprivate=args.show_nonprivate, show_values=args.show_values, show_seed=args.show_seed)
+    from .engine.interrupt import in_worker_thread
+
+    # in a worker thread: the path's kernel polls the stop flag, and the main thread stays free for Ctrl-C (a path
+    # of --max-steps 1e10 ignored it for minutes)
+    result = in_worker_thread(fit, data, args.model, args.response, covariates, epsilon=args.epsilon, mu=args.mu,
+                              delta=args.delta, accountant=args.accountant, sampling=args.sampling,
+                              share_moments=args.share_moments, share_scaling=args.share_scaling, scaling=scaling,
+                              bounds=bounds, clip=args.clip, kappa=args.kappa, max_steps=max_steps,
+                              batch_size=args.batch_size, c=args.c, level=args.level, seed=args.seed,
+                              show_nonprivate=args.show_nonprivate, show_values=args.show_values,
+                              show_seed=args.show_seed)
     print(result.render())
     return 0
 

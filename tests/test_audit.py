@@ -85,6 +85,23 @@ def test_jitted_counts_equal_their_twin(kind):
         assert jitted.sum() == 300
 
 
+@pytest.mark.parametrize("kind", list(_probes()))
+def test_counts_drawn_in_chunks_are_those_of_one_call(kind, monkeypatch):
+    # issue 29: the draws go in chunks so that Ctrl-C stops an audit of 1e10 draws; the stream goes on between them
+    import ldpsim.privacy.audit as audit
+
+    probe = _probes()[kind]
+    grid = probe.grid()
+    for which in (0, 1):
+        whole = probe.counts(kernel_rng(as_generator(11)), which, 1000, grid)
+        monkeypatch.setattr(audit, "AUDIT_CHUNK", 7)
+        chunked = probe.counts(kernel_rng(as_generator(11)), which, 1000, grid)
+        twin = probe.counts(as_generator(11), which, 1000, grid, twin=True)
+        monkeypatch.undo()
+        np.testing.assert_array_equal(chunked, whole)
+        np.testing.assert_array_equal(twin, whole)
+
+
 def test_laplace_statistic_is_the_log_likelihood_ratio_times_the_scale():
     # b log(p_x'(y) / p_x(y)) for i.i.d. Lap(b) at x = 0, x' = v, against the density ratio itself
     b, v = 1.7, np.array([0.8, -0.5, 0.0])

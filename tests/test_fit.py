@@ -244,6 +244,19 @@ def test_the_share_of_clipped_gradients_is_shown_only_with_the_nonprivate_output
     assert any("Clipped per-example" in note and "NOT private" in note for note in shown.notes)
 
 
+def test_the_share_clipped_by_public_bounds_is_shown_only_with_the_nonprivate_diagnosis(tmp_path):
+    # issue 29: bounds 45:55 on x1 ~ N(50, 10) clip about 62% of it; the interval is then for the clipped column's
+    # coefficient, and nothing said how much the bounds had clipped
+    data = _data(tmp_path)
+    private = fit(data, "linear", "y", epsilon=2.0, bounds=["x1=45:55"], **QUICK)
+    assert any("the coefficients are those of the clipped columns" in note for note in private.notes)
+    assert not any("Values outside the public bounds" in note for note in private.notes)
+    shown = fit(data, "linear", "y", epsilon=2.0, bounds=["x1=45:55"], show_nonprivate=True, **QUICK)
+    x1 = np.loadtxt(data, delimiter=",", skiprows=1)[:, 1]
+    share = 100 * np.mean((x1 < 45) | (x1 > 55))
+    assert f"Values outside the public bounds, clipped: x1 {share:.2g}%; NOT private" in " ".join(shown.notes)
+
+
 # --- issue 32: no confident nonsense; refusals decided from public or private quantities only ---------------
 
 
@@ -351,9 +364,10 @@ def test_bounds_that_clip_every_value_are_refused(tmp_path, bounds):
     data = _data(tmp_path)
     name = bounds.split("=")[0]
     for seed in (1, 2, 3):
-        with pytest.raises(ldpsim.ConfigError, match=rf"^column '{name}' is \(nearly\) constant after clipping to its "
-                                                     rf"--bounds {bounds.split('=')[1]}, as far as the private A~ can "
-                                                     r"tell"):
+        with pytest.raises(ldpsim.ConfigError, match=rf"^column '{name}' spreads too little within its --bounds "
+                                                     rf"{bounds.split('=')[1]} for the private A~ to tell it from the "
+                                                     r"intercept .* the column is \(nearly\) constant, or the bounds "
+                                                     r"are much wider than it is"):
             fit(data, "linear", "y", epsilon=3.0, bounds=[bounds], seed=seed, kappa=1.2)
 
 

@@ -267,3 +267,172 @@ def test_a_zoo_config_far_beyond_the_limit_is_refused_without_allow_long(tmp_pat
     err = _one_error_line(capsys)
     assert "--allow-long" in err, err
     assert not (tmp_path / "r").exists()
+
+
+# --- the hunt: hostile inputs found beyond the issue's list ---------------------------------------------------
+
+@pytest.mark.parametrize("mapping, message", [
+    # epsilon beside mechanism gdp (budget mu) ran at mu's default 1 and printed mu = 1.0 in the table
+    ({"model": "huber_mallows", "dim": 2, "mechanism": "gdp", "epsilon": 0.5},
+     r"^epsilon = 0\.5 is read by no setting of this run \(model = 'huber_mallows', mechanism = 'gdp'; its budget is "
+     r"mu = 1\.0\): remove it"),
+    ({"model": "huber_mallows", "dim": 2, "mechanism": "laplace", "mu": 1},
+     r"^mu = 1 is read by no setting of this run \(model = 'huber_mallows', mechanism = 'laplace'; its budget is "
+     r"epsilon = 1\.0\)"),
+    ({"model": "quantile", "mechanism": "rr", "delta": 1e-5},  # a pure mechanism
+     r"^delta = 1e-05 is read by no setting of this run \(model = 'quantile', mechanism = 'rr'\)"),
+    ({"model": "linear", "tau": 0.9}, r"^tau = 0\.9 is read by no setting of this run \(model = 'linear'"),
+])
+def test_a_key_given_but_read_by_no_setting_is_refused(mapping, message):
+    with pytest.raises(ConfigError, match=message):
+        ldpsim.load_config({**mapping, "n": 1000, "reps": 2, "methods": ["SN"]})
+
+
+def test_keys_read_by_some_settings_of_a_grid_and_infinite_budgets_are_accepted():
+    # a grid over models blanks tau for linear: that is what a grid means
+    ldpsim.load_config({"model": ["quantile", "linear"], "tau": 0.9, "n": 1000, "reps": 2, "methods": ["SN"]})
+    # epsilon = inf is how any budget key says "non-private", mu's mechanisms included
+    ldpsim.load_config({"model": "huber_mallows", "dim": 2, "epsilon": float("inf"), "n": 1000, "reps": 2,
+                        "methods": ["SN"]})
+    # the committed configs and examples all load
+    for path in sorted((ROOT / "configs").glob("*.yaml")) + sorted((ROOT / "examples").glob("*.yaml")):
+        if path.name.startswith("trace"):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConfigWarning)
+            ldpsim.load_config(path)
+
+
+def test_the_zoo_configs_refuse_an_epsilon_their_gdp_mechanism_would_ignore(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)  # zoo_huber --set epsilon=0.5 ran with the file's mu grid, silently
+    assert main(["check", "configs/zoo_huber.yaml", "--set", "epsilon=0.5"]) == 2
+    assert "epsilon = 0.5 is read by no setting of this run" in _one_error_line(capsys)
+
+
+@pytest.mark.parametrize("text", ["", "# nothing but a comment\n", "\n\n"])
+def test_an_empty_config_file_is_refused_not_run_with_every_default(text, tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=r"^config file '.*c\.yaml' holds no keys \(it is empty or all comments\): "
+                                          r"give at least the model"):
+        ldpsim.load_config(path)
+
+
+def test_a_set_of_values_is_refused_for_its_lost_order():
+    # methods={'BB', 'SN'} read "methods contains {'BB', 'SN'}"; a set's order is the hash order
+    with pytest.raises(ConfigError, match=r"^methods = \{.*\} is a set, which keeps no order: give a list$"):
+        ldpsim.load_config({"model": "quantile", "methods": {"BB", "SN"}})
+
+
+_CLIPPED_MEAN = (ROOT / "examples" / "clipped_mean.py").read_text()
+_STAIRCASE = (ROOT / "examples" / "staircase.py").read_text()
+
+
+def test_a_users_model_drawing_outside_its_generator_is_refused(tmp_path):
+    # np.random.* inside the draw ran, and two runs with one seed gave different tables
+    text = _CLIPPED_MEAN.replace("return min(exponential(gen) / params.rate, params.clip)",
+                                 "return np.random.exponential() / params.rate")
+    assert text != _CLIPPED_MEAN
+    (tmp_path / "m.py").write_text(text)
+    with pytest.raises(ConfigError, match=r"its draws are not a function of the generator it is given: two runs "
+                                          r"from one seed drew different values \(np\.random\.\*"):
+        ldpsim.load_config({"model": f"{tmp_path / 'm.py'}:ClippedMean", "n": 1000, "reps": 2, "methods": ["SN"]})
+
+
+@pytest.mark.parametrize("change, message", [
+    (("    u = uniform(gen)", "    u = np.random.random()"),
+     r"its noise is not a function of the generator it is given"),
+    (("    return sign * noise.width", "    return 1e308 * 10 * sign * noise.width"),
+     r"its noise drew inf in plain Python \(64 of 64 draws\): a noise must be finite"),
+])
+def test_a_users_mechanism_drawing_outside_its_generator_or_infinities_is_refused(change, message, tmp_path, capsys):
+    # both passed: the audit said "not refuted" (with numpy's RuntimeWarning for the infinities), the run ran
+    text = _STAIRCASE.replace(*change).replace("import math\n", "import math\nimport numpy as np\n", 1)
+    assert change[0] in _STAIRCASE
+    (tmp_path / "s.py").write_text(text)
+    spec = f"{tmp_path / 's.py'}:Staircase"
+    assert main(["audit", spec, "--draws", "1000"]) == 2
+    assert re.search(message, _one_error_line(capsys))
+    # in a run, the same line (it read "model 'mean' cannot be computed in floating point ... ConfigError: ...")
+    with pytest.raises(ConfigError, match=rf"^mechanism = '.*s\.py:Staircase': {message}"):
+        ldpsim.load_config({"model": "mean", "mechanism": spec, "n": 1000, "reps": 2, "methods": ["SN"]})
+
+
+def test_a_users_mechanism_refused_by_its_own_checks_is_not_called_a_floating_point_problem(tmp_path):
+    text = _STAIRCASE.replace("        return self.width ** 2 * (self.p_low * low + (1.0 - self.p_low) * high)",
+                              "        return -1.0")
+    (tmp_path / "s.py").write_text(text)
+    with pytest.raises(ConfigError, match=r"^mechanism = '.*s\.py:Staircase': variance = -1\.0 is not a finite "
+                                          r"number >= 0 \(or None\)$"):
+        ldpsim.load_config({"model": "mean", "mechanism": f"{tmp_path / 's.py'}:Staircase", "n": 1000, "reps": 2,
+                            "methods": ["SN"]})
+
+
+def test_a_users_integer_default_is_named_when_a_fraction_is_refused(tmp_path):
+    # rate=1 (Python style for a float) made rate an integer key: "rate = 0.5 is not an integer", nothing more
+    text = _CLIPPED_MEAN.replace("def __init__(self, epsilon, rate=1.0, clip=3.0):",
+                                 "def __init__(self, epsilon, rate=1, clip=3.0):")
+    (tmp_path / "m.py").write_text(text)
+    with pytest.raises(ConfigError, match=r"^rate = 0\.5 is not an integer \(ClippedMean\.__init__ gives rate the "
+                                          r"integer default 1, which makes it an integer key: write 1\.0 there"):
+        ldpsim.load_config({"model": f"{tmp_path / 'm.py'}:ClippedMean", "rate": 0.5, "n": 1000, "reps": 2,
+                            "methods": ["SN"]})
+
+
+def test_a_users_description_of_no_parameter_is_refused_as_its_range_is(tmp_path):
+    # a misspelt key in descriptions was dropped silently (the same typo in ranges was refused)
+    text = _CLIPPED_MEAN.replace('"rate": "rate of the exponential law of X"', '"rat": "rate of the exponential law"')
+    (tmp_path / "m.py").write_text(text)
+    with pytest.raises(ConfigError, match=r"descriptions names 'rat', which is not a parameter of "
+                                          r"ClippedMean\.__init__ \(rate, clip\)$"):
+        ldpsim.load_config({"model": f"{tmp_path / 'm.py'}:ClippedMean", "n": 1000, "reps": 2, "methods": ["SN"]})
+
+
+def test_a_run_from_its_own_copy_of_a_users_file_writes_into_its_own_directory(tmp_path):
+    # `model: user_files/m.py` with --out the run's directory: "cannot copy ... PosixPath(...) and PosixPath(...)
+    # are the same file", after the chunks directory was made
+    (tmp_path / "user_files").mkdir()
+    (tmp_path / "user_files" / "m.py").write_text(_CLIPPED_MEAN)
+    (tmp_path / "c.yaml").write_text("model: user_files/m.py:ClippedMean\nepsilon: 1\nn: 200\nreps: 2\n"
+                                     "methods: [SN]\n")
+    result = ldpsim.run(tmp_path / "c.yaml", out=tmp_path, progress=False, n_jobs=1)
+    assert (tmp_path / "user_files" / "m.py").read_text() == _CLIPPED_MEAN
+    assert result.meta["user_files"][0]["copy"] == "user_files/m.py"
+
+
+def test_a_yaml_alias_bomb_is_refused_before_it_is_walked(tmp_path, capsys):
+    # 1 kB of aliases of aliases stands for 10^9 values: check hung (killed after 90 s)
+    lines = ["model: quantile", "a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    (tmp_path / "c.yaml").write_text("\n".join(lines) + "\n")
+    start = time.monotonic()
+    assert main(["check", str(tmp_path / "c.yaml")]) == 2
+    assert time.monotonic() - start < 30  # (not a speed assertion: the walk never ended)
+    assert re.search(r"c\.yaml' expands to more than 100000 values \(YAML aliases", _one_error_line(capsys))
+    from ldpsim.engine.config import parse_assignment
+
+    with pytest.raises(ConfigError, match=r"^--set epsilon=\.\.\. expands to more than"):  # 201 uses of 1000
+        parse_assignment("epsilon=" + "[" + ", ".join(["&b [" + ", ".join(["1"] * 1000) + "]"] + ["*b"] * 200) + "]")
+
+
+def test_fit_stops_on_sigterm_during_a_long_path(tmp_path):
+    # fit ran its path in the main thread: Ctrl-C waited for 1e10 steps (measured: still running 70 s after it)
+    import signal
+    import subprocess
+    import sys
+
+    g = np.random.default_rng(3)
+    x = g.normal(size=3000)
+    rows = "".join(f"{1 + a + e:.4f},{a:.4f}\n" for a, e in zip(x, g.normal(size=3000)))
+    (tmp_path / "d.csv").write_text("y,x1\n" + rows)
+    proc = subprocess.Popen([sys.executable, "-m", "ldpsim", "fit", str(tmp_path / "d.csv"), "--response", "y",
+                             "--epsilon", "3", "--kappa", "3", "--max-steps", "10000000000", "--bounds", "x1=-4:4",
+                             "y=-6:8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # into the path (about 5 minutes of it)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("fit went on for a minute after SIGTERM")
+    assert proc.returncode == 143 and err.strip() == "ldpsim: terminated" and out == "", (proc.returncode, err)

@@ -75,6 +75,13 @@ def prepare(cls: type, text: str) -> type:
         except ValueError:
             raise ConfigError(f"model = {shown!r}: ranges[{key!r}] = {text_range!r} is not an interval like '(0, 1)' "
                               "or '[1, inf)'") from None
+    descriptions = getattr(cls, "descriptions", {}) or {}
+    if not isinstance(descriptions, dict):
+        raise ConfigError(f"model = {shown!r}: {cls.__name__}.descriptions must map key names to one-line texts")
+    for key in descriptions:  # a misspelt key's text was dropped and the key showed the generic one
+        if key not in cls.keys:
+            raise ConfigError(f"model = {shown!r}: descriptions names {key!r}, which is not a parameter of "
+                              f"{cls.__name__}.__init__ ({', '.join(cls.keys) or 'none besides epsilon'})")
     if not _own(cls, "path_keys"):
         cls.path_keys = Model.path_keys + tuple(k for k in cls.keys if k not in Model.path_keys)
     if cls.dim is None:
@@ -161,6 +168,10 @@ def theta_star_of(model, shown: str) -> np.ndarray:
     return theta
 
 
+#: Draws of a user's observation and gradient made twice from one seed: they must agree (reproducibility).
+REPEAT_DRAWS = 16
+
+
 def check_model_instance(model, shown: str) -> None:
     """Call the user's model once in plain Python: record, registrations, one gradient (one-line errors).
 
@@ -187,18 +198,32 @@ def check_model_instance(model, shown: str) -> None:
         raise ConfigError(f"model = {shown!r}: dim = {model.dim}, but the gradient is registered with "
                           f"@register_scalar: register it with @register_vector({kind.__qualname__}) (it adds a "
                           f"({model.dim},) gradient to out)")
-    gen = as_generator(0)
+    def draws(count):
+        gen, values = as_generator(0), []
+        for _ in range(count):
+            obs = observe(record, gen)
+            if model.dim == 1:
+                values.append(gradient_at(record, obs, float(theta[0]), gen))
+            else:
+                out = np.zeros(model.dim)
+                add_gradient_at(record, obs, theta.copy(), gen, out)
+                values.append(out)
+        return values
+
     try:
-        obs = observe(record, gen)
-        if model.dim == 1:
-            value = gradient_at(record, obs, float(theta[0]), gen)
-        else:
-            out = np.zeros(model.dim)
-            add_gradient_at(record, obs, theta.copy(), gen, out)
-            value = out
+        value = draws(1)[0]
+        first, again = draws(REPEAT_DRAWS), draws(REPEAT_DRAWS)
     except Exception as exc:  # noqa: BLE001  (the user's code, run as plain Python)
         raise ConfigError(f"model = {shown!r}: its observation or gradient failed in plain Python: "
                           f"{usercode.describe_exception(exc)}{_user_frame(exc, type(model))}") from None
+    with np.errstate(invalid="ignore"):
+        same = all(np.array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float), equal_nan=True)
+                   for a, b in zip(first, again))
+    if not same:
+        raise ConfigError(f"model = {shown!r}: its draws are not a function of the generator it is given: two runs "
+                          f"from one seed drew different values (np.random.* or another source of randomness "
+                          "besides gen?); draw only from gen, with ldpsim.extend's functions, or no run of it can be "
+                          "reproduced")
     if model.dim == 1:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise ConfigError(f"model = {shown!r}: the gradient returned a {type(value).__name__} "

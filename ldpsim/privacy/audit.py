@@ -181,6 +181,24 @@ def _step_counts(stream, sigma1, center, origin, shift, grid, n, work, counts):
     release_rng(stream, gen)
 
 
+#: Draws a counting kernel makes per call (a fraction of a second): Ctrl-C stops an audit of 1e10 draws in between.
+AUDIT_CHUNK = 1 << 22
+
+
+def _in_chunks(n: int, draw) -> None:
+    """``draw(size)`` for sizes adding up to ``n``, :data:`AUDIT_CHUNK` at a time.
+
+    The stream goes on from call to call and the counts add up, so the
+    counts are those of one call of ``n`` draws; between calls the
+    interpreter gets the Ctrl-C that a kernel of minutes would hold off.
+    """
+    done = 0
+    while done < n:
+        size = min(AUDIT_CHUNK, n - done)
+        draw(size)
+        done += size
+
+
 # --- plain-Python twins (tests require the same counts from the same stream) ---------------
 
 
@@ -243,7 +261,8 @@ class RandomizedResponseProbe:
     def counts(self, stream, which: int, n: int, grid: np.ndarray, twin: bool = False) -> np.ndarray:
         """Reports of ``n`` draws at the bit ``which``: ``[zeros, ones]``."""
         out = np.zeros(grid.shape[0] + 1, dtype=np.int64)
-        (_rr_counts_twin if twin else _rr_counts)(stream, bool(which), float(self.flip_prob), int(n), out)
+        kernel = _rr_counts_twin if twin else _rr_counts
+        _in_chunks(int(n), lambda size: kernel(stream, bool(which), float(self.flip_prob), size, out))
         return out
 
 
@@ -293,11 +312,13 @@ class AdditiveProbe:
         center = x1 if which else x0
         kind = STATISTICS[self.statistic]
         if self.scalar:
-            (_scalar_counts_twin if twin else _scalar_counts)(
-                self.record, stream, float(center[0]), float(x0[0]), float(x1[0] - x0[0]), kind, grid, int(n), out)
+            kernel = _scalar_counts_twin if twin else _scalar_counts
+            _in_chunks(int(n), lambda size: kernel(self.record, stream, float(center[0]), float(x0[0]),
+                                                   float(x1[0] - x0[0]), kind, grid, size, out))
         else:
-            (_additive_counts_twin if twin else _additive_counts)(
-                self.record, stream, center, x0, x1 - x0, kind, grid, int(n), np.zeros_like(x0), out)
+            kernel, work = (_additive_counts_twin if twin else _additive_counts), np.zeros_like(x0)
+            _in_chunks(int(n), lambda size: kernel(self.record, stream, center, x0, x1 - x0, kind, grid, size, work,
+                                                   out))
         return out
 
 
@@ -322,8 +343,9 @@ class StepProbe:
         """Binned statistics of ``n`` outputs at input ``which`` (see the comment above the probes)."""
         x0, x1 = self.inputs
         out = np.zeros(grid.shape[0] + 1, dtype=np.int64)
-        (_step_counts_twin if twin else _step_counts)(stream, float(self.sigma1), x1 if which else x0, x0, x1 - x0,
-                                                      grid, int(n), np.zeros_like(x0), out)
+        kernel, work = (_step_counts_twin if twin else _step_counts), np.zeros_like(x0)
+        _in_chunks(int(n), lambda size: kernel(stream, float(self.sigma1), x1 if which else x0, x0, x1 - x0, grid,
+                                               size, work, out))
         return out
 
 

@@ -562,6 +562,7 @@ def build_mechanism(spec: str, epsilon: float, bounds, delta: float | None = Non
     if type(record) not in draw_noise.registry:
         raise ConfigError(f"mechanism = {shown!r}: no noise is registered for {type(record).__qualname__} records: "
                           f"decorate its draw with @register_noise({type(record).__qualname__})")
+    check_noise_draws(record, shown)
     variance = getattr(mech, "variance", None)
     if variance is not None and not (isinstance(variance, (int, float, np.floating)) and math.isfinite(variance)
                                      and variance >= 0):
@@ -569,6 +570,44 @@ def build_mechanism(spec: str, epsilon: float, bounds, delta: float | None = Non
     if not getattr(mech, "name", ""):
         mech.name = cls.__name__
     return mech
+
+
+#: Noise draws of a user's mechanism made twice from one seed in plain Python: finite, and equal (reproducible).
+REPEAT_DRAWS = 64
+
+
+def check_noise_draws(record, shown: str) -> None:
+    """Draw a user's noise twice from one seed in plain Python: refuse it non-finite or not reproducible.
+
+    A noise that draws from ``np.random.*`` (or any source besides ``gen``)
+    passes an audit and runs, but no run of it can be repeated; one that
+    draws infinities makes every replication diverge and the audit read
+    nothing (one line each, before any compilation).
+    """
+    from ..engine.rng import as_generator
+
+    def draws():
+        gen = as_generator(0)
+        return [draw_noise(record, gen) for _ in range(REPEAT_DRAWS)]
+
+    try:
+        first, again = draws(), draws()
+    except Exception as exc:  # noqa: BLE001  (the user's code, run as plain Python)
+        raise ConfigError(f"mechanism = {shown!r}: its noise failed in plain Python: "
+                          f"{usercode.describe_exception(exc)}") from None
+    try:
+        first, again = np.asarray(first, dtype=float), np.asarray(again, dtype=float)
+    except (TypeError, ValueError):
+        raise ConfigError(f"mechanism = {shown!r}: its noise returned {type(first[0]).__name__}, not a float") from None
+    if not np.isfinite(first).all():
+        bad = first[~np.isfinite(first)][0]
+        raise ConfigError(f"mechanism = {shown!r}: its noise drew {float(bad)!r} in plain Python ({int(np.sum(~np.isfinite(first)))} "
+                          f"of {REPEAT_DRAWS} draws): a noise must be finite")
+    if not np.array_equal(first, again):
+        raise ConfigError(f"mechanism = {shown!r}: its noise is not a function of the generator it is given: two runs "
+                          "from one seed drew different values (np.random.* or another source of randomness besides "
+                          "gen?); draw only from gen, with ldpsim.extend's functions, or neither its audit nor a run "
+                          "of it can be reproduced")
 
 
 def make_mechanism(name: str, epsilon: float, bounds, delta: float | None = None):

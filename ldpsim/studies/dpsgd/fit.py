@@ -547,10 +547,12 @@ def fit(path, model: str = "linear", response: str = "y", covariates: list[str] 
             m = a_t[0, j] / a_t[0, 0]
             spread = a_t[j, j] - a_t[0, j] * m
             if not spread >= CONSTANT_Z * sd_a * math.sqrt(1.0 + 4.0 * m * m + m ** 4):
-                raise ConfigError(f"column {name!r} is (nearly) constant after clipping to its --bounds "
-                                  f"{given[name][0]:g}:{given[name][1]:g}, as far as the private A~ can tell (it "
-                                  "cannot tell it from the intercept): give bounds that the column spreads across, "
-                                  f"or let it be scaled privately {whole}")
+                raise ConfigError(f"column {name!r} spreads too little within its --bounds "
+                                  f"{given[name][0]:g}:{given[name][1]:g} for the private A~ to tell it from the "
+                                  f"intercept (its spread on the bounds' scale must stand {CONSTANT_Z:g} noise SDs, "
+                                  f"{sd_a:.3g} each at n = {n}, above 0): the column is (nearly) constant, or the "
+                                  "bounds are much wider than it is; give bounds that the column spreads across, let "
+                                  f"it be scaled privately, or raise n or the budget {whole}")
     # noise that swamps the curvature: a positive semi-definite A plus symmetric noise of SD sd per entry has
     # its smallest eigenvalue within about N(0, 1.2 sd^2) of A's unless many directions of A are near null, so
     # below -3 sd the noise dominates (60 covariates at n = 2000: -4.1 sd), and the sandwich would put its floor
@@ -651,7 +653,13 @@ def fit(path, model: str = "linear", response: str = "y", covariates: list[str] 
         notes.append(f"Clipped per-example gradients along the path: {100 * clip_rate:.2g}% (clip = {clip:.4g} on "
                      "the scaled data); NOT private: shown for diagnosis only.")
     if given:
-        notes.append(f"Scaled by the public bounds given: {', '.join(given)} (values outside them clipped).")
+        notes.append(f"Scaled by the public bounds given: {', '.join(given)} (values outside them clipped: the "
+                     "coefficients are those of the clipped columns, so bounds that clip many values change them).")
+    if given and show_nonprivate:  # the share outside the bounds is a statistic of the data, as the clip rate
+        shares = [f"{name} {100 * np.mean((raw[name] < given[name][0]) | (raw[name] > given[name][1])):.2g}%"
+                  for name in given if name in raw]
+        notes.append(f"Values outside the public bounds, clipped: {', '.join(shares)}; NOT private: shown for "
+                     "diagnosis only.")
     if private_columns:
         shown = "; ".join(f"{s.name}: centre {s.centre:.4g}, scale {s.scale:.4g}, range [{s.lo:.4g}, {s.hi:.4g}]"
                           for s in (scales[name] for name in private_columns))
