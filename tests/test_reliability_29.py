@@ -436,3 +436,17 @@ def test_fit_stops_on_sigterm_during_a_long_path(tmp_path):
         proc.kill()
         raise AssertionError("fit went on for a minute after SIGTERM")
     assert proc.returncode == 143 and err.strip() == "ldpsim: terminated" and out == "", (proc.returncode, err)
+
+
+@pytest.mark.parametrize("argv, message", [
+    # the example's variance divides by 1 - e^-epsilon: an internal error (ZeroDivisionError) at 1e-300
+    (["--epsilon", "1e-300"], r"Staircase': its variance failed at epsilon = 1e-300: ZeroDivisionError"),
+    (["--seed", "-1"], r"--seed = -1 is outside \[0, inf\)$"),  # was an internal error from SeedSequence
+    (["--delta", "1e-5"], r"takes no delta \(its __init__ has none\), so the audit would test the pure epsilon "
+                          r"claim it declares: drop --delta$"),  # was dropped silently
+    (["--draws", "1e13"], r"--draws = 1e\+13 is more than 1e\+11 per input"),  # ran for days
+])
+def test_hostile_audit_flags_are_refused_in_one_line(argv, message, capsys):
+    draws = [] if "--draws" in argv else ["--draws", "1000"]
+    assert main(["audit", str(ROOT / "examples" / "staircase.py") + ":Staircase", *draws, *argv]) == 2
+    assert re.search(message, _one_error_line(capsys))

@@ -563,7 +563,11 @@ def build_mechanism(spec: str, epsilon: float, bounds, delta: float | None = Non
         raise ConfigError(f"mechanism = {shown!r}: no noise is registered for {type(record).__qualname__} records: "
                           f"decorate its draw with @register_noise({type(record).__qualname__})")
     check_noise_draws(record, shown)
-    variance = getattr(mech, "variance", None)
+    try:
+        variance = getattr(mech, "variance", None)
+    except Exception as exc:  # noqa: BLE001  (the user's property)
+        raise ConfigError(f"mechanism = {shown!r}: its variance failed at epsilon = {mech.epsilon:g}: "
+                          f"{usercode.describe_exception(exc)}") from None
     if variance is not None and not (isinstance(variance, (int, float, np.floating)) and math.isfinite(variance)
                                      and variance >= 0):
         raise ConfigError(f"mechanism = {shown!r}: variance = {variance!r} is not a finite number >= 0 (or None)")

@@ -15,6 +15,7 @@ only that this test found no leak (an audit is a lower bound, not a proof).
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -22,6 +23,7 @@ from tabulate import tabulate
 
 from ..engine.errors import ConfigError
 from ..engine.rng import as_generator
+from ..engine import usercode
 from ..engine.usercode import shown
 from .audit import AdditiveProbe, AuditCase, Claim, format_number, run_audit
 from .mechanisms import build_mechanism, draw_noise
@@ -35,6 +37,10 @@ def _noise_sd(record, draws: int = 4000) -> float:
     gen = as_generator(7)
     values = np.array([draw_noise(record, gen) for _ in range(draws)], dtype=float)
     return float(values.std())
+
+
+#: Most draws per input an audit takes.
+MAX_DRAWS = 10**11
 
 
 def audit_mechanism(spec: str, epsilon: float, bounds, delta: float | None = None, draws: int = 1_000_000,
@@ -59,7 +65,15 @@ def audit_mechanism(spec: str, epsilon: float, bounds, delta: float | None = Non
         raise ConfigError(f"--bounds = {bounds.tolist()}: every bound must be a finite number > 0")
     if draws < 1000:
         raise ConfigError(f"--draws = {draws} is too few: at least 1000")
+    if draws > MAX_DRAWS:  # 1e13 ran for days (each draw a few nanoseconds, twice per test and input)
+        raise ConfigError(f"--draws = {draws:.3g} is more than {MAX_DRAWS:.0e} per input (hours of drawing; the bound "
+                          "gains little past 1e9)")
+    if seed < 0:
+        raise ConfigError(f"--seed = {seed} is outside [0, inf)")
     value = canonical(spec, Mechanism, "mechanism")
+    if delta is not None and "delta" not in inspect.signature(usercode.resolve(value, Mechanism, "mechanism")).parameters:
+        raise ConfigError(f"--delta = {delta:g}: {shown(value)} takes no delta (its __init__ has none), so the audit "
+                          "would test the pure epsilon claim it declares: drop --delta")
     mech = build_mechanism(value, epsilon, bounds, delta)
     record = mech.kernel_params()
     declared_delta = float(getattr(mech, "delta", None) or 0.0)
