@@ -328,15 +328,23 @@ _CLIPPED_MEAN = (ROOT / "examples" / "clipped_mean.py").read_text()
 _STAIRCASE = (ROOT / "examples" / "staircase.py").read_text()
 
 
+def _edited(tmp_path, text: str, cls: str, *changes) -> str:
+    """``text`` with each ``(old, new)`` of ``changes`` made (each old present), written out; its spec."""
+    for old, new in changes:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path = tmp_path / f"{cls.lower()}.py"
+    path.write_text(text)
+    return f"{path}:{cls}"
+
+
 def test_a_users_model_drawing_outside_its_generator_is_refused(tmp_path):
     # np.random.* inside the draw ran, and two runs with one seed gave different tables
-    text = _CLIPPED_MEAN.replace("return min(exponential(gen) / params.rate, params.clip)",
-                                 "return np.random.exponential() / params.rate")
-    assert text != _CLIPPED_MEAN
-    (tmp_path / "m.py").write_text(text)
+    spec = _edited(tmp_path, _CLIPPED_MEAN, "ClippedMean", ("return min(exponential(gen) / params.rate, params.clip)",
+                                                            "return np.random.exponential() / params.rate"))
     with pytest.raises(ConfigError, match=r"its draws are not a function of the generator it is given: two runs "
                                           r"from one seed drew different values \(np\.random\.\*"):
-        ldpsim.load_config({"model": f"{tmp_path / 'm.py'}:ClippedMean", "n": 1000, "reps": 2, "methods": ["SN"]})
+        ldpsim.load_config({"model": spec, "n": 1000, "reps": 2, "methods": ["SN"]})
 
 
 @pytest.mark.parametrize("change, message", [
@@ -347,45 +355,38 @@ def test_a_users_model_drawing_outside_its_generator_is_refused(tmp_path):
 ])
 def test_a_users_mechanism_drawing_outside_its_generator_or_infinities_is_refused(change, message, tmp_path, capsys):
     # both passed: the audit said "not refuted" (with numpy's RuntimeWarning for the infinities), the run ran
-    text = _STAIRCASE.replace(*change).replace("import math\n", "import math\nimport numpy as np\n", 1)
-    assert change[0] in _STAIRCASE
-    (tmp_path / "s.py").write_text(text)
-    spec = f"{tmp_path / 's.py'}:Staircase"
+    spec = _edited(tmp_path, _STAIRCASE, "Staircase", change, ("import math\n", "import math\nimport numpy as np\n"))
     assert main(["audit", spec, "--draws", "1000"]) == 2
     assert re.search(message, _one_error_line(capsys))
     # in a run, the same line (it read "model 'mean' cannot be computed in floating point ... ConfigError: ...")
-    with pytest.raises(ConfigError, match=rf"^mechanism = '.*s\.py:Staircase': {message}"):
+    with pytest.raises(ConfigError, match=rf"^mechanism = '.*staircase\.py:Staircase': {message}"):
         ldpsim.load_config({"model": "mean", "mechanism": spec, "n": 1000, "reps": 2, "methods": ["SN"]})
 
 
 def test_a_users_mechanism_refused_by_its_own_checks_is_not_called_a_floating_point_problem(tmp_path):
-    text = _STAIRCASE.replace("        return self.width ** 2 * (self.p_low * low + (1.0 - self.p_low) * high)",
-                              "        return -1.0")
-    (tmp_path / "s.py").write_text(text)
-    with pytest.raises(ConfigError, match=r"^mechanism = '.*s\.py:Staircase': variance = -1\.0 is not a finite "
-                                          r"number >= 0 \(or None\)$"):
-        ldpsim.load_config({"model": "mean", "mechanism": f"{tmp_path / 's.py'}:Staircase", "n": 1000, "reps": 2,
-                            "methods": ["SN"]})
+    spec = _edited(tmp_path, _STAIRCASE, "Staircase", (
+        "        return self.width ** 2 * (self.p_low * low + (1.0 - self.p_low) * high)", "        return -1.0"))
+    with pytest.raises(ConfigError, match=r"^mechanism = '.*staircase\.py:Staircase': variance = -1\.0 is not a "
+                                          r"finite number >= 0 \(or None\)$"):
+        ldpsim.load_config({"model": "mean", "mechanism": spec, "n": 1000, "reps": 2, "methods": ["SN"]})
 
 
 def test_a_users_integer_default_is_named_when_a_fraction_is_refused(tmp_path):
     # rate=1 (Python style for a float) made rate an integer key: "rate = 0.5 is not an integer", nothing more
-    text = _CLIPPED_MEAN.replace("def __init__(self, epsilon, rate=1.0, clip=3.0):",
-                                 "def __init__(self, epsilon, rate=1, clip=3.0):")
-    (tmp_path / "m.py").write_text(text)
+    spec = _edited(tmp_path, _CLIPPED_MEAN, "ClippedMean", ("def __init__(self, epsilon, rate=1.0, clip=3.0):",
+                                                            "def __init__(self, epsilon, rate=1, clip=3.0):"))
     with pytest.raises(ConfigError, match=r"^rate = 0\.5 is not an integer \(ClippedMean\.__init__ gives rate the "
                                           r"integer default 1, which makes it an integer key: write 1\.0 there"):
-        ldpsim.load_config({"model": f"{tmp_path / 'm.py'}:ClippedMean", "rate": 0.5, "n": 1000, "reps": 2,
-                            "methods": ["SN"]})
+        ldpsim.load_config({"model": spec, "rate": 0.5, "n": 1000, "reps": 2, "methods": ["SN"]})
 
 
 def test_a_users_description_of_no_parameter_is_refused_as_its_range_is(tmp_path):
     # a misspelt key in descriptions was dropped silently (the same typo in ranges was refused)
-    text = _CLIPPED_MEAN.replace('"rate": "rate of the exponential law of X"', '"rat": "rate of the exponential law"')
-    (tmp_path / "m.py").write_text(text)
+    spec = _edited(tmp_path, _CLIPPED_MEAN, "ClippedMean", ('"rate": "rate of the exponential law of X"',
+                                                            '"rat": "rate of the exponential law"'))
     with pytest.raises(ConfigError, match=r"descriptions names 'rat', which is not a parameter of "
                                           r"ClippedMean\.__init__ \(rate, clip\)$"):
-        ldpsim.load_config({"model": f"{tmp_path / 'm.py'}:ClippedMean", "n": 1000, "reps": 2, "methods": ["SN"]})
+        ldpsim.load_config({"model": spec, "n": 1000, "reps": 2, "methods": ["SN"]})
 
 
 def test_a_run_from_its_own_copy_of_a_users_file_writes_into_its_own_directory(tmp_path):

@@ -153,6 +153,22 @@ def _user_line(exc: BaseException, path: Path) -> str:
     return f" ({path.name}, line {line})" if line else ""
 
 
+def draws_twice(draw, count: int) -> tuple[list, list]:
+    """``draw(gen)`` made ``count`` times from one seed, twice over: a user's code must give equal lists.
+
+    Code that draws from ``np.random.*`` (or any source besides ``gen``)
+    gives different ones, and no run of it could be reproduced.
+    Exceptions of the user's code go to the caller.
+    """
+    from .rng import as_generator
+
+    def once():
+        gen = as_generator(0)
+        return [draw(gen) for _ in range(count)]
+
+    return once(), once()
+
+
 def describe_exception(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

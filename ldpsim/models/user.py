@@ -173,12 +173,13 @@ REPEAT_DRAWS = 16
 
 
 def check_model_instance(model, shown: str) -> None:
-    """Call the user's model once in plain Python: record, registrations, one gradient (one-line errors).
+    """Call the user's model in plain Python: record, registrations, its gradients (one-line errors).
 
-    Sets ``model.dim`` from ``theta_star`` when the class gave none.
+    :data:`REPEAT_DRAWS` observations and gradients are drawn twice from
+    one seed and must agree; the first must be a finite number (a vector
+    for ``dim > 1``). Sets ``model.dim`` from ``theta_star`` when the class
+    gave none.
     """
-    from ..engine.rng import as_generator
-
     theta = theta_star_of(model, shown)
     if getattr(model, "dim", None) is None:
         model.dim = int(theta.size)
@@ -198,21 +199,16 @@ def check_model_instance(model, shown: str) -> None:
         raise ConfigError(f"model = {shown!r}: dim = {model.dim}, but the gradient is registered with "
                           f"@register_scalar: register it with @register_vector({kind.__qualname__}) (it adds a "
                           f"({model.dim},) gradient to out)")
-    def draws(count):
-        gen, values = as_generator(0), []
-        for _ in range(count):
-            obs = observe(record, gen)
-            if model.dim == 1:
-                values.append(gradient_at(record, obs, float(theta[0]), gen))
-            else:
-                out = np.zeros(model.dim)
-                add_gradient_at(record, obs, theta.copy(), gen, out)
-                values.append(out)
-        return values
+    def gradient(gen):
+        obs = observe(record, gen)
+        if model.dim == 1:
+            return gradient_at(record, obs, float(theta[0]), gen)
+        out = np.zeros(model.dim)
+        add_gradient_at(record, obs, theta.copy(), gen, out)
+        return out
 
     try:
-        value = draws(1)[0]
-        first, again = draws(REPEAT_DRAWS), draws(REPEAT_DRAWS)
+        first, again = usercode.draws_twice(gradient, REPEAT_DRAWS)
     except Exception as exc:  # noqa: BLE001  (the user's code, run as plain Python)
         raise ConfigError(f"model = {shown!r}: its observation or gradient failed in plain Python: "
                           f"{usercode.describe_exception(exc)}{_user_frame(exc, type(model))}") from None
@@ -224,6 +220,7 @@ def check_model_instance(model, shown: str) -> None:
                           f"from one seed drew different values (np.random.* or another source of randomness "
                           "besides gen?); draw only from gen, with ldpsim.extend's functions, or no run of it can be "
                           "reproduced")
+    value = first[0]
     if model.dim == 1:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise ConfigError(f"model = {shown!r}: the gradient returned a {type(value).__name__} "

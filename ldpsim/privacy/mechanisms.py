@@ -588,14 +588,8 @@ def check_noise_draws(record, shown: str) -> None:
     draws infinities makes every replication diverge and the audit read
     nothing (one line each, before any compilation).
     """
-    from ..engine.rng import as_generator
-
-    def draws():
-        gen = as_generator(0)
-        return [draw_noise(record, gen) for _ in range(REPEAT_DRAWS)]
-
     try:
-        first, again = draws(), draws()
+        first, again = usercode.draws_twice(lambda gen: draw_noise(record, gen), REPEAT_DRAWS)
     except Exception as exc:  # noqa: BLE001  (the user's code, run as plain Python)
         raise ConfigError(f"mechanism = {shown!r}: its noise failed in plain Python: "
                           f"{usercode.describe_exception(exc)}") from None

@@ -657,7 +657,7 @@ def fit(path, model: str = "linear", response: str = "y", covariates: list[str] 
                      "coefficients are those of the clipped columns, so bounds that clip many values change them).")
     if given and show_nonprivate:  # the share outside the bounds is a statistic of the data, as the clip rate
         shares = [f"{name} {100 * np.mean((raw[name] < given[name][0]) | (raw[name] > given[name][1])):.2g}%"
-                  for name in given if name in raw]
+                  for name in given]
         notes.append(f"Values outside the public bounds, clipped: {', '.join(shares)}; NOT private: shown for "
                      "diagnosis only.")
     if private_columns:
