@@ -38,7 +38,9 @@ deprecation period of one release):
 * the mechanisms' kernel functions :func:`randomized_response`,
   :func:`laplace`, :func:`gaussian`, :func:`draw_noise`, :func:`add_noise`,
   and :func:`sensitivity` to calibrate from a gradient's bounds;
-* :class:`Mechanism` and :func:`register_noise` for a mechanism of one's own;
+* :class:`Mechanism` with :func:`register_noise` (additive noise) or
+  :func:`register_release` (a release of the scaled gradient, as Duchi's
+  mechanism) for a mechanism of one's own;
 * the lane helpers :func:`where`, :func:`any_lane`, :func:`all_lanes`,
   :func:`lnot` and :func:`lane_array` (a kernel advances several
   replications side by side: a comparison is a vector of booleans, so a
@@ -52,6 +54,7 @@ from .engine.jit import dual
 from .engine.lanes import all_lanes, any_lane, lane_array, lnot, where
 from .engine.rng import exponential, exponential_where, normal, normal_where, uniform, uniform_where
 from .models.base import Model, constrain, observe, register_scalar, register_vector
+from .privacy.ldp import register_release
 from .privacy.mechanisms import (Mechanism, add_noise, draw_noise, gaussian, laplace, randomized_response, register_noise,
                                  sensitivity)
 
@@ -69,5 +72,6 @@ def kernel_function(func):
 
 __all__ = ["Mechanism", "Model", "add_noise", "all_lanes", "any_lane", "constrain", "draw_noise", "exponential",
            "exponential_where", "gaussian", "kernel_function", "lane_array", "laplace", "lnot", "normal",
-           "normal_where", "observe", "randomized_response", "register_noise", "register_scalar", "register_vector",
+           "normal_where", "observe", "randomized_response", "register_noise", "register_release",
+           "register_scalar", "register_vector",
            "sensitivity", "uniform", "uniform_where", "where"]

@@ -308,8 +308,9 @@ class Model(ABC):
 
     @property
     def noise_estimated(self) -> bool:
-        """Whether the mechanism is a user's that gives no variance: ``S`` is then estimated (:mod:`.truth`)."""
-        return self.mechanism is not None and getattr(self.mechanism, "variance", 0.0) is None
+        """Whether the mechanism is a user's without a variance, or a user's release: ``S`` is then estimated (:mod:`.truth`)."""
+        mech = self.mechanism
+        return mech is not None and (getattr(mech, "variance", 0.0) is None or getattr(mech, "releases", False))
 
     def estimated_parts(self) -> tuple[str, ...]:
         """Of ``G`` and ``S``, those of this model that are Monte Carlo estimates (the oracle is then estimated)."""

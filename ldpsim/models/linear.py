@@ -13,9 +13,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..extend import add_noise, normal, observe, register_vector
-from .truth import truth_of
-from .covariates import add_scaled, draw_covariates, predictors
+from ..extend import normal, observe, register_vector
+from ..privacy.mechanisms import add_released
+from .covariates import draw_covariates, predictors
 from .regression import RegressionModel, normal_clipped_moments
 
 
@@ -42,8 +42,7 @@ def linear_gradient(params, obs, theta, gen, out):
     x = params.x
     fit, mean = predictors(x, theta, params.coef)
     r = min(max(fit - mean - obs, -params.clip), params.clip)
-    add_scaled(out, r, x)
-    add_noise(params.noise, gen, out)
+    add_released(params.noise, gen, r, x, out)
 
 
 class LinearModel(RegressionModel):
@@ -76,12 +75,10 @@ class LinearModel(RegressionModel):
         inside, _ = normal_clipped_moments(self.clip)
         return inside * self.covariates.second_moment(self.dim)
 
-    def gradient_covariance(self) -> np.ndarray:
-        """``E[clip(e)^2] Sigma_X + S_LDP``."""
-        if self.noise_estimated:  # a user's mechanism that gives no variance
-            return truth_of(self).S
+    def sgd_covariance(self) -> np.ndarray:
+        """``E[clip(e)^2] Sigma_X``."""
         _, second = normal_clipped_moments(self.clip)
-        return second * self.covariates.second_moment(self.dim) + self.noise_covariance()
+        return second * self.covariates.second_moment(self.dim)
 
 
 __all__ = ["LinearModel", "LinearParams"]

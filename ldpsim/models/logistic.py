@@ -15,9 +15,9 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special
 
-from ..extend import add_noise, observe, register_vector, uniform, where
-from .truth import truth_of
-from .covariates import add_scaled, draw_covariates, predictors
+from ..extend import observe, register_vector, uniform, where
+from ..privacy.mechanisms import add_released
+from .covariates import draw_covariates, predictors
 from .regression import RegressionModel
 
 
@@ -44,8 +44,7 @@ def logistic_gradient(params, obs, theta, gen, out):
     fit, mean = predictors(x, theta, params.coef)
     y = where(obs * (1.0 + math.exp(-mean)) < 1.0, 1.0, 0.0)  # u < s(mean), without a division
     w = 1.0 / (1.0 + math.exp(-fit)) - y
-    add_scaled(out, w, x)
-    add_noise(params.noise, gen, out)
+    add_released(params.noise, gen, w, x, out)
 
 
 class LogisticModel(RegressionModel):
@@ -68,11 +67,9 @@ class LogisticModel(RegressionModel):
 
         return self.covariates.expectation(integrand, self.dim)
 
-    def gradient_covariance(self) -> np.ndarray:
-        """``G + S_LDP``: ``E[(s - y)^2 | X] = s (1 - s)`` at the truth."""
-        if self.noise_estimated:  # a user's mechanism that gives no variance
-            return truth_of(self).S
-        return self.hessian() + self.noise_covariance()
+    def sgd_covariance(self) -> np.ndarray:
+        """``G``: ``E[(s - y)^2 | X] = s (1 - s)`` at the truth."""
+        return self.hessian()
 
 
 __all__ = ["LogisticModel", "LogisticParams"]

@@ -12,9 +12,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..extend import Model, draw_noise, observe, register_scalar, uniform
+from ..extend import Model, observe, register_scalar, uniform
 from .truth import truth_of
-from ..privacy.mechanisms import make_mechanism, noise_record
+from ..privacy.ldp import LDP_MECHANISMS, NPRR, BoundedMechanism
+from ..privacy.mechanisms import make_mechanism, noise_record, released_scalar
 
 
 class MeanParams(NamedTuple):
@@ -31,8 +32,8 @@ def draw_uniform(params, gen):
 
 @register_scalar(MeanParams)
 def mean_gradient(params, obs, theta, gen):
-    """``theta - X`` of ``X = obs`` plus the mechanism's noise."""
-    return theta - obs + draw_noise(params.noise, gen)
+    """``theta - X`` of ``X = obs``, released: plus the noise, or the release of ``1 - 2X`` (in ``[-1, 1]``)."""
+    return released_scalar(params.noise, gen, theta - obs, theta - 0.5, 0.5)
 
 
 class MeanModel(Model):
@@ -51,7 +52,7 @@ class MeanModel(Model):
     name = "mean"
     dim = 1
     keys = ("mechanism", "delta")
-    mechanisms = ("laplace", "gaussian")
+    mechanisms = ("laplace", "gaussian") + LDP_MECHANISMS
     user_mechanisms = True  # a user's additive mechanism (ldpsim.extend.Mechanism) in place of these
     path_keys = ("n", "epsilon", "c", "gamma", "theta0", "mechanism", "delta")
 
@@ -61,7 +62,7 @@ class MeanModel(Model):
         self.mechanism = make_mechanism(mechanism, self.epsilon, [0.5], delta)
 
     def kernel_params(self, lanes: int = 1):
-        return MeanParams(noise_record(self.mechanism))
+        return MeanParams(noise_record(self.mechanism, lanes))
 
     def theta_star(self) -> np.ndarray:
         return np.array([0.5])
@@ -73,7 +74,13 @@ class MeanModel(Model):
         """``Var(X) + Var(L) = 1/12 + Var(L)`` (estimated for a user's mechanism that gives no variance)."""
         if self.noise_estimated:
             return truth_of(self).S
-        extra = 0.0 if self.mechanism is None else self.mechanism.variance
+        mech = self.mechanism
+        if isinstance(mech, BoundedMechanism):
+            # theta - X = (theta - 1/2) + t / 2 with t = 1 - 2X ~ U(-1, 1): E[t^2] = 1/3, and for NPRR the
+            # fraction of x G (x = 1 - X) is uniform: E[f (1 - f)] = 1/6
+            extra = {"rounding": [1.0 / 6.0]} if isinstance(mech, NPRR) else {}
+            return np.array([[1.0 / 12.0]]) + 0.25 * mech.expected_covariance(np.array([[1.0 / 3.0]]), **extra)
+        extra = 0.0 if mech is None else mech.variance
         return np.array([[1.0 / 12.0 + extra]])
 
     def __repr__(self) -> str:

@@ -13,9 +13,9 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from ..extend import add_noise, normal, observe, register_vector, where
-from .truth import truth_of
-from .covariates import add_scaled, draw_covariates, predictors
+from ..extend import normal, observe, register_vector, where
+from ..privacy.mechanisms import add_released
+from .covariates import draw_covariates, predictors
 from .regression import RegressionModel
 
 
@@ -42,8 +42,7 @@ def quantile_regression_gradient(params, obs, theta, gen, out):
     x = params.x
     fit, mean = predictors(x, theta, params.coef)
     w = where(mean + obs <= fit, 1.0, 0.0) - params.tau
-    add_scaled(out, w, x)
-    add_noise(params.noise, gen, out)
+    add_released(params.noise, gen, w, x, out)
 
 
 class QuantileRegressionModel(RegressionModel):
@@ -80,11 +79,9 @@ class QuantileRegressionModel(RegressionModel):
         """``G = p_e(0) Sigma_X``."""
         return float(stats.norm.pdf(self.shift)) * self.covariates.second_moment(self.dim)
 
-    def gradient_covariance(self) -> np.ndarray:
-        """``tau (1 - tau) Sigma_X + S_LDP``."""
-        if self.noise_estimated:  # a user's mechanism that gives no variance
-            return truth_of(self).S
-        return self.tau * (1.0 - self.tau) * self.covariates.second_moment(self.dim) + self.noise_covariance()
+    def sgd_covariance(self) -> np.ndarray:
+        """``tau (1 - tau) Sigma_X``."""
+        return self.tau * (1.0 - self.tau) * self.covariates.second_moment(self.dim)
 
 
 __all__ = ["QuantileRegressionModel", "QuantileRegressionParams"]

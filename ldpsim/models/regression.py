@@ -14,8 +14,10 @@ import math
 import numpy as np
 
 from ..engine.lanes import lane_array
+from ..privacy.ldp import LDP_MECHANISMS, NPRR, BoundedMechanism
 from ..privacy.mechanisms import make_mechanism, noise_record
 from .base import Model
+from .truth import truth_of
 from .covariates import CovariateLaw
 
 #: The true coefficients of the regression models (000, Table 2).
@@ -39,7 +41,7 @@ class RegressionModel(Model):
 
     dim = len(COEF)
     keys = ("covariates", "mechanism", "delta")
-    mechanisms = ("laplace", "gaussian")
+    mechanisms = ("laplace", "gaussian") + LDP_MECHANISMS
     user_mechanisms = True  # a user's additive mechanism (ldpsim.extend.Mechanism) in place of these
 
     def __init_subclass__(cls, **kwargs):
@@ -59,11 +61,31 @@ class RegressionModel(Model):
 
     def _common(self, lanes: int = 1):
         """Record fields every regression kernel takes: coefficients, scratch ``x`` (per lane), covariate law, noise."""
-        return self.coef, lane_array(self.dim, lanes), self.covariates.record(), noise_record(self.mechanism)
+        return self.coef, lane_array(self.dim, lanes), self.covariates.record(), noise_record(self.mechanism, lanes)
+
+    def sgd_covariance(self) -> np.ndarray:
+        """``S_SGD = E[g g']`` at the truth, of the gradient before privacy."""
+        raise NotImplementedError
+
+    def gradient_covariance(self) -> np.ndarray:
+        """``S_SGD + S_LDP`` (estimated for a user's mechanism that gives no variance, and for NPRR)."""
+        if self.noise_estimated:
+            return truth_of(self).S
+        return self.sgd_covariance() + self.noise_covariance()
+
+    @property
+    def noise_estimated(self) -> bool:
+        # NPRR's variance needs the law of each coordinate's rounding, not only E[g g']: estimated
+        return isinstance(self.mechanism, NPRR) or super().noise_estimated
 
     def noise_covariance(self) -> np.ndarray:
-        """``S_LDP``: the mechanism's per-coordinate variance times the identity."""
-        variance = 0.0 if self.mechanism is None else self.mechanism.variance
+        """``S_LDP``: the additive mechanism's per-coordinate variance times the identity; for a mechanism of
+        :mod:`~ldpsim.privacy.ldp`, its release's covariance averaged over the data (from ``E[g g']``)."""
+        mech = self.mechanism
+        if isinstance(mech, BoundedMechanism):
+            scale = np.outer(mech.bounds, mech.bounds)
+            return scale * mech.expected_covariance(self.sgd_covariance() / scale)
+        variance = 0.0 if mech is None else mech.variance
         return variance * np.eye(self.dim)
 
     def theta_star(self) -> np.ndarray:

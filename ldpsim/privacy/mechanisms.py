@@ -25,11 +25,13 @@ from ..engine.errors import ConfigError
 from ..engine.rng import exponential, normal, uniform
 from ..engine.dispatch import by_record
 from ..engine.jit import dual, jit
+from ..engine.lanes import lane_array
+from .ldp import LDP_MECHANISMS, BoundedMechanism, make_ldp_mechanism, release
 
 _SQRT2 = math.sqrt(2.0)
 
 #: Names of the mechanisms as configs spell them.
-MECHANISMS = ("rr", "laplace", "gaussian")
+MECHANISMS = ("rr", "laplace", "gaussian") + LDP_MECHANISMS
 
 
 def _fmt(x: float) -> str:
@@ -479,6 +481,67 @@ def _add_drawn(noise, gen, out):
         out[j] += draw_noise(noise, gen)
 
 
+# --- the models' calls: a bounded gradient's release, whatever the mechanism ------------------
+# The models with a bounded gradient (mean, linear, logistic, quantile_regression) call these two;
+# an additive record adds its noise to the gradient (the arithmetic the models always did), a
+# BoundedNoise record scales the gradient into [-1, 1]^d and releases it (ldp.release).
+
+
+class BoundedNoise(NamedTuple):
+    """A mechanism of :mod:`.ldp` on a gradient in the box ``|g_j| <= bounds[j]``; ``t`` is scratch (per lane)."""
+
+    mechanism: tuple
+    bounds: np.ndarray
+    t: np.ndarray
+
+
+@by_record
+def add_released(noise, gen, w, x, out):
+    """Add the release of the gradient ``w x`` (a residual times the covariates) to ``out``."""
+
+
+@by_record
+def released_scalar(noise, gen, value, center, half):
+    """The release of a scalar gradient ``value`` known to lie in ``[center - half, center + half]``."""
+
+
+def _add_released_additive(noise, gen, w, x, out):
+    for j in range(x.shape[0]):
+        out[j] += w * x[j]
+    add_noise(noise, gen, out)
+
+
+def _released_scalar_additive(noise, gen, value, center, half):
+    return value + draw_noise(noise, gen)
+
+
+def _register_additive(record_cls):
+    add_released.register(record_cls)(_add_released_additive)
+    released_scalar.register(record_cls)(_released_scalar_additive)
+
+
+for _cls in (NoNoise, LaplaceNoise, GaussianNoise):
+    _register_additive(_cls)
+
+
+@add_released.register(BoundedNoise)
+def _add_released_bounded(noise, gen, w, x, out):
+    t, bounds = noise.t, noise.bounds
+    for j in range(x.shape[0]):
+        t[j] = w * x[j] / bounds[j]
+    release(noise.mechanism, gen, t)
+    for j in range(x.shape[0]):
+        out[j] += bounds[j] * t[j]
+
+
+@released_scalar.register(BoundedNoise)
+def _released_scalar_bounded(noise, gen, value, center, half):
+    t = noise.t
+    t[0] = (value - center) / half
+    release(noise.mechanism, gen, t)
+    return center + half * t[0]
+
+
 def register_noise(record_cls):
     """Register a user's additive mechanism: ``func(noise, gen)`` draws the noise of one coordinate.
 
@@ -491,26 +554,32 @@ def register_noise(record_cls):
     def decorate(func):
         draw_noise.register(record_cls)(func)
         add_noise.register(record_cls)(_add_drawn)
+        _register_additive(record_cls)
         return func
 
     return decorate
 
 
 class Mechanism:
-    """A user's local mechanism: additive noise on each coordinate of a bounded gradient (:mod:`ldpsim.extend`).
+    """A user's local mechanism for a bounded gradient (:mod:`ldpsim.extend`): additive noise, or a release.
 
-    The models with an additive mechanism (``mean``, ``linear``,
-    ``logistic``, ``quantile_regression``) take ``mechanism:
-    path/to/file.py:Class``. They build it as ``Class(epsilon=...,
-    bounds=..., delta=...)``: ``bounds[j]`` bounds coordinate ``j`` of the
-    (clipped) gradient, so ``sensitivity(bounds, "l1")`` or ``"l2"`` is what
-    a calibration needs. The subclass gives
+    The models with a bounded gradient (``mean``, ``linear``, ``logistic``,
+    ``quantile_regression``) take ``mechanism: path/to/file.py:Class``. They
+    build it as ``Class(epsilon=..., bounds=..., delta=...)``: ``bounds[j]``
+    bounds coordinate ``j`` of the (clipped) gradient, so
+    ``sensitivity(bounds, "l1")`` or ``"l2"`` is what a calibration needs. The
+    subclass gives
 
-    * ``kernel_params()``: the NamedTuple record its noise function reads,
-      registered with :func:`register_noise`;
-    * ``variance``: the variance the noise adds to each coordinate (the
+    * ``kernel_params()`` (or ``kernel_params(lanes)``, for scratch arrays of
+      :func:`lane_array`): the NamedTuple record its kernel function reads,
+      registered either with :func:`register_noise` (additive noise: one
+      coordinate's noise, added to each coordinate) or with
+      :func:`~.ldp.register_release` (a release: the gradient scaled into
+      ``[-1, 1]^d`` is replaced in place by an unbiased release of it, as
+      Duchi's mechanism or PM do);
+    * ``variance``: the variance additive noise adds to each coordinate (the
       oracle's ``S``); ``None`` (the default) makes ldpsim estimate ``S`` by
-      Monte Carlo;
+      Monte Carlo, as it always does for a release;
     * ``epsilon`` and ``delta``: the guarantee it declares. ldpsim cannot
       prove it: every guarantee printed says "declared, not verified", and
       ``ldpsim audit`` tests it.
@@ -526,8 +595,13 @@ class Mechanism:
         self.delta = None if delta is None else float(delta)
 
     def kernel_params(self):
-        """The NamedTuple record of the noise (registered with :func:`register_noise`)."""
+        """The NamedTuple record of the noise or release (:func:`register_noise` or ``register_release``)."""
         raise NotImplementedError(f"mechanism {type(self).__name__} does not define kernel_params()")
+
+    @property
+    def releases(self) -> bool:
+        """Whether the mechanism releases the scaled gradient (``register_release``) rather than adding noise."""
+        return type(user_record(self)) in release.registry
 
     @property
     def guarantee(self) -> str:
@@ -537,6 +611,13 @@ class Mechanism:
         budget = f"epsilon = {_fmt(self.epsilon)}" if not delta else f"(epsilon = {_fmt(self.epsilon)}, " \
                                                                        f"delta = {_fmt(delta)})"
         return f"{budget} LDP ({name}; declared, not verified)"
+
+
+def user_record(mech, lanes: int = 1):
+    """A user's mechanism's record: ``kernel_params(lanes)`` if it takes ``lanes``, else ``kernel_params()``."""
+    if "lanes" in inspect.signature(mech.kernel_params).parameters:
+        return mech.kernel_params(lanes=lanes)
+    return mech.kernel_params()
 
 
 def build_mechanism(spec: str, epsilon: float, bounds, delta: float | None = None) -> Mechanism:
@@ -553,16 +634,21 @@ def build_mechanism(spec: str, epsilon: float, bounds, delta: float | None = Non
         raise ConfigError(f"mechanism = {shown!r}: {cls.__name__}({', '.join(kwargs)}) failed: "
                           f"{usercode.describe_exception(exc)}") from None
     try:
-        record = mech.kernel_params()
+        record = user_record(mech)
     except Exception as exc:  # noqa: BLE001
         raise ConfigError(f"mechanism = {shown!r}: kernel_params() failed: {usercode.describe_exception(exc)}") from None
     if not (isinstance(record, tuple) and hasattr(type(record), "_fields")):
         raise ConfigError(f"mechanism = {shown!r}: kernel_params() returned a {type(record).__name__}, not a "
                           "NamedTuple record")
-    if type(record) not in draw_noise.registry:
-        raise ConfigError(f"mechanism = {shown!r}: no noise is registered for {type(record).__qualname__} records: "
-                          f"decorate its draw with @register_noise({type(record).__qualname__})")
-    check_noise_draws(record, shown)
+    if type(record) in release.registry:
+        check_release_draws(record, mech.bounds.size, shown)
+    elif type(record) not in draw_noise.registry:
+        raise ConfigError(f"mechanism = {shown!r}: neither a noise nor a release is registered for "
+                          f"{type(record).__qualname__} records: decorate its draw with "
+                          f"@register_noise({type(record).__qualname__}) (additive noise) or "
+                          f"@register_release({type(record).__qualname__}) (a release of the scaled gradient)")
+    else:
+        check_noise_draws(record, shown)
     try:
         variance = getattr(mech, "variance", None)
     except Exception as exc:  # noqa: BLE001  (the user's property)
@@ -608,6 +694,35 @@ def check_noise_draws(record, shown: str) -> None:
                           "of it can be reproduced")
 
 
+#: Scaled gradients at which a user's release is drawn twice: the two corners of the box and its centre.
+RELEASE_PROBES = (-1.0, 0.0, 1.0)
+
+
+def check_release_draws(record, dim: int, shown: str) -> None:
+    """Release ``t = -1, 0, 1`` (every coordinate) twice from one seed in plain Python: finite and reproducible."""
+    def draw(gen):
+        out = []
+        for value in RELEASE_PROBES:
+            t = np.full(dim, value)
+            release(record, gen, t)
+            out.extend(t.tolist())
+        return out
+
+    try:
+        first, again = usercode.draws_twice(draw, REPEAT_DRAWS // len(RELEASE_PROBES))
+    except Exception as exc:  # noqa: BLE001  (the user's code, run as plain Python)
+        raise ConfigError(f"mechanism = {shown!r}: its release failed in plain Python: "
+                          f"{usercode.describe_exception(exc)}") from None
+    first, again = np.asarray(first, dtype=float), np.asarray(again, dtype=float)
+    if not np.isfinite(first).all():
+        raise ConfigError(f"mechanism = {shown!r}: its release drew {float(first[~np.isfinite(first)][0])!r} in plain "
+                          "Python: a release must be finite")
+    if not np.array_equal(first, again):
+        raise ConfigError(f"mechanism = {shown!r}: its release is not a function of the generator it is given: two "
+                          "runs from one seed drew different values (np.random.* or another source of randomness "
+                          "besides gen?); draw only from gen, with ldpsim.extend's functions")
+
+
 def make_mechanism(name: str, epsilon: float, bounds, delta: float | None = None):
     """The additive-noise mechanism for a gradient with ``|g_j| <= bounds[j]``.
 
@@ -633,17 +748,25 @@ def make_mechanism(name: str, epsilon: float, bounds, delta: float | None = None
         return Laplace(epsilon, sensitivity(bounds, "l1"))
     if name == "gaussian":
         return Gaussian(epsilon, delta, sensitivity(bounds, "l2"))
+    if name in LDP_MECHANISMS:
+        return make_ldp_mechanism(name, epsilon, bounds)
     if usercode.looks_like_spec(name):  # a user's mechanism, path/to/file.py:Class
         return build_mechanism(name, epsilon, bounds, delta)
-    raise ValueError(f"mechanism = {name!r} is not an additive-noise mechanism; allowed: laplace, gaussian")
+    raise ValueError(f"mechanism = {name!r} is not a mechanism of a bounded gradient; allowed: laplace, gaussian, "
+                     f"{', '.join(LDP_MECHANISMS)}")
 
 
-def noise_record(mechanism):
-    """The kernel record of a mechanism from :func:`make_mechanism` (``None``: no noise)."""
+def noise_record(mechanism, lanes: int = 1):
+    """The kernel record of a mechanism from :func:`make_mechanism` (``None``: no noise); scratch for ``lanes``."""
     if mechanism is None:
         return NoNoise()
+    if isinstance(mechanism, BoundedMechanism):
+        return BoundedNoise(mechanism.record(lanes), mechanism.bounds.copy(), lane_array(mechanism.dim, lanes))
     if isinstance(mechanism, Laplace):
         return LaplaceNoise(mechanism.scale)
     if isinstance(mechanism, Mechanism):
-        return mechanism.kernel_params()
+        record = user_record(mechanism, lanes)
+        if type(record) in release.registry:
+            return BoundedNoise(record, mechanism.bounds.astype(float), lane_array(mechanism.bounds.size, lanes))
+        return record
     return GaussianNoise(mechanism.sigma)

@@ -25,8 +25,9 @@ from ..engine.errors import ConfigError
 from ..engine.rng import as_generator
 from ..engine import usercode
 from ..engine.usercode import shown
-from .audit import AdditiveProbe, AuditCase, Claim, format_number, run_audit
-from .mechanisms import build_mechanism, draw_noise
+from .audit import AdditiveProbe, AuditCase, Claim, ReleaseProbe, format_number, run_audit
+from .ldp import release
+from .mechanisms import build_mechanism, draw_noise, user_record
 
 #: Probability that a bound printed exceeds the truth (split between the two tests).
 ALPHA = 0.05
@@ -37,6 +38,18 @@ def _noise_sd(record, draws: int = 4000) -> float:
     gen = as_generator(7)
     values = np.array([draw_noise(record, gen) for _ in range(draws)], dtype=float)
     return float(values.std())
+
+
+def _release_span(record, dim: int, draws: int = 4000) -> np.ndarray:
+    """Per-coordinate ``max |release|`` at the inputs -1 and 1, from draws in plain Python (the grid's span)."""
+    gen = as_generator(7)
+    top = np.zeros(dim)
+    for value in (-1.0, 1.0):
+        for _ in range(draws // 2):
+            t = np.full(dim, value)
+            release(record, gen, t)
+            top = np.maximum(top, np.abs(t))
+    return top
 
 
 #: Most draws per input an audit takes.
@@ -75,21 +88,28 @@ def audit_mechanism(spec: str, epsilon: float, bounds, delta: float | None = Non
         raise ConfigError(f"--delta = {delta:g}: {shown(value)} takes no delta (its __init__ has none), so the audit "
                           "would test the pure epsilon claim it declares: drop --delta")
     mech = build_mechanism(value, epsilon, bounds, delta)
-    record = mech.kernel_params()
+    record = user_record(mech)
     declared_delta = float(getattr(mech, "delta", None) or 0.0)
     claim = Claim("epsilon_delta", float(mech.epsilon), declared_delta) if declared_delta > 0 else \
         Claim("epsilon", float(mech.epsilon))
-    sd = _noise_sd(record)
-    inputs = (-bounds, bounds)
-    scalar = bounds.size == 1
     results = []
-    for statistic in ("laplace", "linear"):
-        if statistic == "linear" and not sd > 0:
-            continue
-        probe = AdditiveProbe(record, inputs, statistic, sd=sd, scalar=scalar)
-        case = AuditCase(f"{shown(value)} ({statistic} test)", claim, probe,
-                         why="opposite corners of the gradient box: the farthest pair in l1 and l2")
-        results.append(run_audit(case, draws, seed, alpha=ALPHA / 2))
+    if mech.releases:  # a release of the scaled gradient: at its corners -1 and 1, one linear test at alpha
+        ones = np.ones(bounds.size)
+        probe = ReleaseProbe(record, (-ones, ones), tuple(_release_span(record, bounds.size)))
+        case = AuditCase(f"{shown(value)} (linear test of the release)", claim, probe,
+                         why="the corners -1 and 1 of the scaled gradient's box")
+        results.append(run_audit(case, draws, seed, alpha=ALPHA))
+    else:
+        sd = _noise_sd(record)
+        inputs = (-bounds, bounds)
+        scalar = bounds.size == 1
+        for statistic in ("laplace", "linear"):
+            if statistic == "linear" and not sd > 0:
+                continue
+            probe = AdditiveProbe(record, inputs, statistic, sd=sd, scalar=scalar)
+            case = AuditCase(f"{shown(value)} ({statistic} test)", claim, probe,
+                             why="opposite corners of the gradient box: the farthest pair in l1 and l2")
+            results.append(run_audit(case, draws, seed, alpha=ALPHA / 2))
     best = max(results, key=lambda r: r.lower_bound)
     refuted = best.lower_bound > claim.value
     rows = [[r.case.name, claim.text, format_number(r.lower_bound), f"{r.ratio:.3f}", f"{r.seconds:.1f}"]
@@ -102,7 +122,7 @@ def audit_mechanism(spec: str, epsilon: float, bounds, delta: float | None = Non
                "the claim)")
     text = (f"audit of {shown(value)} built at epsilon = {epsilon:g}"
             + (f", delta = {delta:g}" if delta else "") + f", bounds = {bounds.tolist()}: "
-            f"{draws:g} draws per input through its registered noise\n"
+            f"{draws:g} draws per input through its registered {'release' if mech.releases else 'noise'}\n"
             + tabulate(rows, ["mechanism (test)", "claim", f"lower bound ({1 - ALPHA:.0%})", "bound / claim", "s"],
                        tablefmt="github") + f"\nverdict: {verdict}")
     return text, refuted
