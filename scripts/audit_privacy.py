@@ -31,8 +31,9 @@ from tabulate import tabulate
 
 from ldpsim.models import MODELS  # imports ldpsim first: fixes numba's cache directory
 from ldpsim.privacy.accounting import step_noise_sd
-from ldpsim.privacy.audit import TABLE_HEAD, AdditiveProbe, AuditCase, Claim, RandomizedResponseProbe, StepProbe, \
-    run_audit, table_rows
+from ldpsim.privacy.audit import TABLE_HEAD, AdditiveProbe, AuditCase, Claim, RandomizedResponseProbe, ReleaseProbe, \
+    StepProbe, run_audit, table_rows
+from ldpsim.privacy.ldp import LDP_MECHANISMS, ONE_DIMENSIONAL, make_ldp_mechanism
 from ldpsim.privacy.gdp import gdp_epsilon
 from ldpsim.reporting.meta import git_commit, machine
 from ldpsim.studies.dpsgd.kernel import _add_clipped
@@ -187,9 +188,35 @@ def dpsgd_cases() -> list[AuditCase]:
     return cases
 
 
+#: The budgets the LDP mechanisms are audited at (issue 30): below and above Hybrid's eps* and PM's crossing.
+LDP_EPSILONS = (0.5, 2.0, 8.0)
+
+
+def ldp_cases() -> list[AuditCase]:
+    """The mechanisms of ldpsim.privacy.ldp through their kernel release, at the scaled inputs -1 and 1.
+
+    The 1-D ones on one coordinate (on a vector each coordinate is this mechanism at epsilon / d); the
+    multidimensional ones at d = 5 with equal bounds, and duchi_linf also at d = 4 (ties),
+    at the vertices -1 and 1, where each one's density ratio reaches e^eps.
+    """
+    cases = []
+    shapes = [(name, 1 if name in ONE_DIMENSIONAL else 5) for name in LDP_MECHANISMS]
+    shapes.insert(shapes.index(("duchi_linf", 5)) + 1, ("duchi_linf", 4))  # even d: ties (corrections, item 29)
+    for name, d in shapes:
+        for eps in LDP_EPSILONS:
+            mech = make_ldp_mechanism(name, eps, np.ones(d))
+            x0, x1 = -np.ones(d), np.ones(d)
+            points = tuple(2.0 * (y + d) for y in mech.jump_points)  # s = (y - x)'(x' - x) with one coordinate y
+            cases.append(AuditCase(
+                f"{mech.label} (d = {d}, epsilon = {eps:g})", Claim("epsilon", eps),
+                ReleaseProbe(mech.record(), (x0, x1), tuple(mech.output_bound), points), eps,
+                "the inputs -1 and 1 (every coordinate), the ends of the box"))
+    return cases
+
+
 def cases() -> list[AuditCase]:
     """Every case of the audit, in the table's order."""
-    return model_cases() + dpsgd_cases()
+    return model_cases() + dpsgd_cases() + ldp_cases()
 
 
 def _e(x: int) -> str:

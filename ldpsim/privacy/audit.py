@@ -51,6 +51,7 @@ from scipy import stats
 
 from ..engine.jit import jit
 from ..engine.rng import kernel_rng, local_rng, release_rng, replication_generator
+from .ldp import release
 from .mechanisms import add_noise, draw_noise, gaussian_or_zero, randomized_response
 
 #: Statistic codes of the jitted loops.
@@ -181,6 +182,22 @@ def _step_counts(stream, sigma1, center, origin, shift, grid, n, work, counts):
     release_rng(stream, gen)
 
 
+@jit
+def _release_counts(record, stream, center, origin, shift, grid, n, work, counts):
+    # n releases of center (a scaled gradient in [-1, 1]^d) through ldp.release, the kernels' own call
+    gen = local_rng(stream)
+    d = work.shape[0]
+    for _ in range(n):
+        for j in range(d):
+            work[j] = center[j]
+        release(record, gen, work)
+        s = 0.0
+        for j in range(d):
+            s += _term(LINEAR, work[j], origin[j], shift[j])
+        counts[_bin(grid, s)] += 1
+    release_rng(stream, gen)
+
+
 #: Draws a counting kernel makes per call (a fraction of a second): Ctrl-C stops an audit of 1e10 draws in between.
 AUDIT_CHUNK = 1 << 22
 
@@ -222,6 +239,16 @@ def _scalar_counts_twin(noise, gen, center, origin, shift, kind, grid, n, counts
     for _ in range(n):
         y = center + draw_noise(noise, gen)
         counts[_bin.py_func(grid, _term.py_func(kind, y, origin, shift))] += 1
+
+
+def _release_counts_twin(record, gen, center, origin, shift, grid, n, work, counts):
+    for _ in range(n):
+        work[:] = center
+        release(record, gen, work)
+        s = 0.0
+        for j in range(work.shape[0]):
+            s += _term.py_func(LINEAR, work[j], origin[j], shift[j])
+        counts[_bin.py_func(grid, s)] += 1
 
 
 def _step_counts_twin(gen, sigma1, center, origin, shift, grid, n, work, counts):
@@ -346,6 +373,55 @@ class StepProbe:
         kernel, work = (_step_counts_twin if twin else _step_counts), np.zeros_like(x0)
         _in_chunks(int(n), lambda size: kernel(stream, float(self.sigma1), x1 if which else x0, x0, x1 - x0, grid,
                                                size, work, out))
+        return out
+
+
+@dataclass(frozen=True)
+class ReleaseProbe:
+    """A mechanism of :mod:`.ldp` (:func:`~.ldp.release`) at two scaled gradients in ``[-1, 1]^d``.
+
+    The statistic is linear, ``(y - x)'(x' - x)``; for the 1-D mechanisms at
+    ``x = -1``, ``x' = 1`` it is increasing in the output, whose density
+    ratio between the two inputs is monotone, so a threshold test is the most
+    powerful one. Its outputs are bounded (``|y_j| <= output_bound[j]``):
+    the grid spans the statistic's range, with ``points`` (outputs where the
+    density ratio jumps, such as PM's ``+-1``) added.
+
+    Parameters
+    ----------
+    record : NamedTuple
+        The mechanism's release record (``BoundedMechanism.record()``).
+    inputs : pair of array_like
+        The two scaled gradients.
+    output_bound : array_like
+        Per-coordinate bound of the release.
+    points : sequence of float
+        Statistic values added to the grid.
+    """
+
+    record: object
+    inputs: tuple
+    output_bound: tuple
+    points: tuple = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "inputs", _pair(self.inputs))
+
+    def grid(self) -> np.ndarray:
+        """Thresholds over the statistic's range plus :attr:`points`."""
+        x0, x1 = self.inputs
+        shift, top = x1 - x0, np.asarray(self.output_bound, dtype=float)
+        ends = np.array([(-top - x0) * shift, (top - x0) * shift])
+        lo, hi = float(ends.min(axis=0).sum()), float(ends.max(axis=0).sum())
+        return np.unique(np.concatenate([np.linspace(lo, hi, GRID_SIZE), np.asarray(self.points, dtype=float)]))
+
+    def counts(self, stream, which: int, n: int, grid: np.ndarray, twin: bool = False) -> np.ndarray:
+        """Binned statistics of ``n`` outputs at input ``which`` (see the comment above the probes)."""
+        x0, x1 = self.inputs
+        out = np.zeros(grid.shape[0] + 1, dtype=np.int64)
+        kernel, work = (_release_counts_twin if twin else _release_counts), np.zeros_like(x0)
+        _in_chunks(int(n), lambda size: kernel(self.record, stream, x1 if which else x0, x0, x1 - x0, grid, size,
+                                               work, out))
         return out
 
 
