@@ -1,0 +1,232 @@
+"""Issue 30's reading of the mechanism runs: tables, the length-ratio figure, the winners and the PM / Duchi crossing.
+
+Reads ``results/mechanisms`` (the mean model, configs/mechanisms.yaml),
+``results/mechanisms_linear`` (linear regression, configs/mechanisms_linear.yaml)
+and ``results/mechanisms_crossing`` (configs/mechanisms_crossing.yaml) and
+writes, into ``results/mechanisms/``:
+
+* ``report.md``: coverage (Monte Carlo SE) and mean length over the Laplace
+  oracle's, per mechanism, epsilon and method; at each epsilon the mechanism
+  with the shortest interval among those that cover (coverage not below the
+  level by more than 3 Monte Carlo SEs), against the one the worst-case
+  variance ordering and the data-averaged variance (the oracle's) predict;
+  and the epsilon where PM's intervals become shorter than Duchi's;
+* ``length_ratio.png``: length over the Laplace oracle's against epsilon, a
+  line per mechanism, beside the worst-case standard deviation ratios.
+
+    python scripts/mechanisms_report.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from tabulate import tabulate  # noqa: E402
+
+from ldpsim.models import MODELS  # noqa: E402
+from ldpsim.privacy.ldp import duchi_variance, hybrid_variance, piecewise_variance  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+LEVEL = 0.9
+METHODS = ("BB", "BM", "SN", "HulC", "oracle")
+#: A method "covers" where its coverage is not below the level by more than this many Monte Carlo SEs.
+SLACK_SE = 3.0
+
+
+def read(path: Path) -> list[dict]:
+    import csv
+
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        for key in ("epsilon", "n", "coverage", "coverage_se", "length", "length_se"):
+            r[key] = float(r[key])
+        r["coord"] = int(r.get("coord") or 0)
+    return rows
+
+
+def cells(rows: list[dict]) -> dict:
+    """``{(n, mechanism, epsilon, method): (coverage, se, length, length_se)}``, averaged over coordinates."""
+    out: dict = {}
+    for r in rows:
+        out.setdefault((r["n"], r["mechanism"], r["epsilon"], r["method"]), []).append(r)
+    merged = {}
+    for key, group in out.items():
+        cov = np.mean([g["coverage"] for g in group])
+        se = math.sqrt(np.mean([g["coverage_se"] ** 2 for g in group]))  # coordinates are not independent: indicative
+        merged[key] = (cov, se, np.array([g["length"] for g in group]), np.array([g["length_se"] for g in group]))
+    return merged
+
+
+def worst_sd(mechanism: str, model: str, epsilon: float) -> float:
+    """The worst-case SD of one released coordinate of ``mechanism`` in ``model`` (gradient scale)."""
+    m = MODELS[model](epsilon=epsilon, mechanism=mechanism)
+    mech = m.mechanism
+    if mechanism == "laplace":
+        return math.sqrt(mech.variance)
+    half = 0.5 if model == "mean" else 1.0  # the mean's gradient spans 1 (half-width 1/2); linear's |g_j| <= 1
+    return half * math.sqrt(mech.variance)
+
+
+def oracle_length(model: str, mechanism: str, epsilon: float, coords: int) -> np.ndarray:
+    return np.sqrt(np.diag(MODELS[model](epsilon=epsilon, mechanism=mechanism).sigma()))[:coords]
+
+
+def table(merged: dict, model: str, n: float, mechanisms, epsilons) -> tuple[str, dict]:
+    """The markdown table of one model and n, and the winners per (epsilon, method)."""
+    head = ["mechanism", "epsilon"] + [f"{m} cover" for m in METHODS] + [f"{m} length" for m in METHODS]
+    body, winners = [], {}
+    for eps in epsilons:
+        base = merged.get((n, "laplace", eps, "oracle"))
+        if base is None:
+            continue
+        for mech in mechanisms:
+            row = [mech, f"{eps:g}"]
+            lengths = []
+            for method in METHODS:
+                c = merged.get((n, mech, eps, method))
+                row.append("" if c is None else f"{c[0]:.3f} ({c[1]:.3f})")
+                lengths.append(None if c is None else float(np.mean(c[2] / base[2])))
+            row += ["" if v is None else f"{v:.3f}" for v in lengths]
+            body.append(row)
+        for method in METHODS:
+            if not any((n, mech, eps, method) in merged for mech in mechanisms):
+                continue  # not run
+            best = None
+            for mech in mechanisms:
+                c = merged.get((n, mech, eps, method))
+                if c is None or c[0] < LEVEL - SLACK_SE * c[1]:
+                    continue
+                ratio = float(np.mean(c[2] / base[2]))
+                if best is None or ratio < best[1]:
+                    best = (mech, ratio)
+            winners[eps, method] = best
+    return tabulate(body, head, tablefmt="github", disable_numparse=True), winners
+
+
+def predictions(model: str, mechanisms, eps: float) -> tuple[str, str]:
+    """The mechanism of least worst-case variance, and of least oracle variance (the data-averaged one)."""
+    worst = min(mechanisms, key=lambda m: worst_sd(m, model, eps))
+    averaged = min(mechanisms, key=lambda m: float(np.mean(np.diag(MODELS[model](epsilon=eps, mechanism=m).sigma()))))
+    return worst, averaged
+
+
+def crossing(merged: dict, n: float) -> list[list[str]]:
+    """Per method: the epsilon where PM's mean length falls below Duchi's, interpolated linearly in epsilon."""
+    rows = []
+    epsilons = sorted({k[2] for k in merged if k[1] == "piecewise"})
+    for method in METHODS:
+        ratios, ses = [], []
+        for eps in epsilons:
+            p, d = merged[n, "piecewise", eps, method], merged[n, "duchi", eps, method]
+            r = float(p[2][0] / d[2][0])
+            ratios.append(r)
+            ses.append(r * math.hypot(p[3][0] / p[2][0], d[3][0] / d[2][0]))
+        ratios, ses = np.array(ratios), np.array(ses)
+        found = ""
+        for k in range(len(epsilons) - 1):
+            if ratios[k] >= 1.0 > ratios[k + 1]:
+                e0, e1 = epsilons[k], epsilons[k + 1]
+                found = f"{e0 + (ratios[k] - 1.0) / (ratios[k] - ratios[k + 1]) * (e1 - e0):.3f}"
+                break
+        rows.append([method, found] + [f"{r:.3f} ({s:.3f})" for r, s in zip(ratios, ses)])
+    return rows, epsilons
+
+
+def figure(panels, path: Path) -> None:
+    fig, axes = plt.subplots(1, len(panels) + 1, figsize=(5.2 * (len(panels) + 1), 4.2))
+    for ax, (title, merged, n, mechanisms, epsilons, method) in zip(axes, panels):
+        for mech in mechanisms:
+            ys = []
+            for eps in epsilons:
+                c, base = merged.get((n, mech, eps, method)), merged.get((n, "laplace", eps, "oracle"))
+                ys.append(np.nan if c is None or base is None else float(np.mean(c[2] / base[2])))
+            ax.plot(epsilons, ys, marker="o", label=mech)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.axhline(1.0, color="grey", lw=0.6)
+        ax.set_xlabel("epsilon")
+        ax.set_ylabel(f"{method} length / Laplace oracle length")
+        ax.set_title(title, fontsize=9)
+    ax = axes[-1]
+    grid = np.geomspace(0.3, 10.0, 200)
+    for name, sd in (("Laplace (sensitivity 1)", lambda e: math.sqrt(2.0) * 2.0 / e),
+                     ("Duchi, worst case t = 0", lambda e: math.sqrt(duchi_variance(e, 0.0))),
+                     ("PM, worst case |t| = 1", lambda e: math.sqrt(piecewise_variance(e, 1.0))),
+                     ("HM (any t)", lambda e: math.sqrt(float(hybrid_variance(e, 0.0))))):
+        # on the scale of t in [-1, 1]: Laplace at sensitivity 2 has scale 2 / epsilon
+        ax.plot(grid, [sd(e) / (math.sqrt(2.0) * 2.0 / e) for e in grid], label=name)
+    ax.axvline(1.29, color="grey", ls=":", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("epsilon")
+    ax.set_ylabel("worst-case SD / Laplace SD (one coordinate)")
+    ax.set_title("the worst-case variance ordering (PM = Duchi at 1.29)", fontsize=9)
+    for a in axes:
+        a.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", default=str(ROOT / "results"))
+    args = parser.parse_args(argv)
+    res = Path(args.results)
+    lines = ["# The mechanisms of issue 30: coverage and length (written by scripts/mechanisms_report.py)", ""]
+    panels = []
+    for folder, model in (("mechanisms", "mean"), ("mechanisms_linear", "linear")):
+        path = res / folder / "summary.csv"
+        if not path.is_file():
+            lines.append(f"({folder}: not run)")
+            continue
+        rows = read(path)
+        merged = cells(rows)
+        mechanisms = list(dict.fromkeys(r["mechanism"] for r in rows))
+        epsilons = sorted({r["epsilon"] for r in rows})
+        for n in sorted({r["n"] for r in rows}):
+            text, winners = table(merged, model, n, mechanisms, epsilons)
+            lines += [f"## {model}, n = {n:.0e}", "",
+                      "Coverage (Monte Carlo SE) of the 90% intervals, and their mean length over the Laplace "
+                      "oracle's" + (" (averaged over the 4 coordinates)" if model == "linear" else "") + ".", "",
+                      text, "", "Shortest interval that covers (coverage >= 0.9 - 3 SE), per method, and the "
+                      "mechanisms the variances predict (least worst-case variance; least oracle variance, i.e. "
+                      "the variance averaged over the data):", ""]
+            head = ["epsilon"] + list(METHODS) + ["worst-case prediction", "averaged prediction"]
+            body = []
+            for eps in epsilons:
+                worst, averaged = predictions(model, [m for m in mechanisms], eps)
+                body.append([f"{eps:g}"] + [("" if (eps, m) not in winners else "none" if winners[eps, m] is None else
+                                              f"{winners[eps, m][0]} ({winners[eps, m][1]:.3f})") for m in METHODS]
+                            + [worst, averaged])
+            lines += [tabulate(body, head, tablefmt="github", disable_numparse=True), ""]
+            panels.append((f"{model}, n = {n:.0e}, BB", merged, n, mechanisms, epsilons, "BB"))
+    path = res / "mechanisms_crossing" / "summary.csv"
+    if path.is_file():
+        merged = cells(read(path))
+        n = sorted({k[0] for k in merged})[0]
+        rows, epsilons = crossing(merged, n)
+        lines += [f"## Where PM's intervals become shorter than Duchi's (mean model, n = {n:.0e})", "",
+                  "Length of PM over Duchi's (its SE), and the epsilon where it crosses 1 (linear interpolation):",
+                  "", tabulate(rows, ["method", "crossing"] + [f"eps {e:g}" for e in epsilons], tablefmt="github",
+                               disable_numparse=True), ""]
+    out = res / "mechanisms"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    if panels:
+        figure(panels, out / "length_ratio.png")
+    print("\n".join(lines))
+    print(f"wrote {out / 'report.md'} and {out / 'length_ratio.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
