@@ -500,6 +500,7 @@ def test_inputs_outside_the_box_are_clamped(name):
 # --- 4. lanes: a replication's numbers whatever the width -----------------------------------------
 
 
+@pytest.mark.slow  # path kernels compiled at 1 and 4 lanes for new records (minutes on a cold cache): CI's slow tier
 @pytest.mark.parametrize("model, mechanism", [("mean", "duchi_linf"), ("mean", "nprr"), ("linear", "duchi_linf"),
                                               ("linear", "duchi_l2")])
 def test_lanes_give_each_replication_its_own_numbers(model, mechanism):
@@ -742,6 +743,7 @@ def test_mean_model_kernel_gradient_has_the_stated_covariance(name, epsilon):
     assert abs(est.S[0, 0] - model.gradient_covariance()[0, 0]) < Z * est.S_se[0, 0]
 
 
+@pytest.mark.slow  # truth kernels compiled for six new records: CI's slow tier
 @pytest.mark.parametrize("name", ["duchi", "harmony", "duchi_linf", "piecewise_d", "duchi_l2", "hybrid_d"])
 def test_linear_model_kernel_gradient_has_the_stated_covariance(name):
     # as above for the linear model (d = 4, add_released): every entry of S within 4 SE (2^18 observations)
