@@ -153,7 +153,10 @@ def test_every_key_can_be_set():
     zoo = {"hulc_delta": 0.1, "ob_paths": 70, "ob_interval": "percentile", "higrad_splits": 1, "higrad_threads": 3,
            "higrad_step_ratio": 1.5, "obm_constant": 2.0}
     user = {"streams": "quantile", "truth_check": "false"}  # keys of users' models (tests/test_extend.py)
-    assert set(values) | set(linear) | set(online) | set(zoo) | set(user) == set(ALL_KEYS)
+    mean = {"model": "mean", "law": "beta(2,5)"}
+    assert set(values) | set(linear) | set(online) | set(zoo) | set(user) | set(mean) == set(ALL_KEYS)
+    s = cfg.resolve({**dict(parse_assignment(f"{k}={v}") for k, v in mean.items()), "n": "2e4"}).settings[0]
+    assert (s.model, s.law, s.dim) == ("mean", "beta(2, 5)", None)
     zoo_config = cfg.resolve({**dict(parse_assignment(f"{k}={v}") for k, v in zoo.items()), "n": "2e4",
                               "methods": ["HulC", "HiGrad", "OB", "OBM"]})
     assert {k: zoo_config.options[k] for k in zoo} == zoo

@@ -208,6 +208,10 @@ class Model(ABC):
     #: multiplier) share their paths, and keys added for other models never
     #: change this model's numbers.
     path_keys: tuple[str, ...] = ("n", "epsilon", "c", "gamma", "theta0")
+    #: Path keys a model gained after runs of it were committed, each with the value those runs had: a
+    #: setting at that value is seeded without the key (the committed numbers stay as they were), any
+    #: other value enters its seed (:func:`ldpsim.recursion.keys.path_seed_key`).
+    late_path_keys: dict = {}
     #: The privacy mechanism (``None`` when epsilon is infinite).
     mechanism = None
     #: Whether :meth:`excess_risk` (the loss gap ``F(theta) - F(theta*)``) is defined.

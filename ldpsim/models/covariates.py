@@ -110,7 +110,7 @@ class CovariateLaw:
         """``E[X X^T] = diag(1, v, ..., v)``."""
         return np.diag([1.0] + [self.variance] * (d - 1))
 
-    def expectation(self, func, d: int, nodes: int = 40) -> np.ndarray:
+    def expectation(self, func, d: int, nodes: int | None = None) -> np.ndarray:
         """``E[func(X)]`` by tensor-product Gauss-Legendre quadrature on the box.
 
         Parameters
@@ -120,15 +120,23 @@ class CovariateLaw:
             an ``(N, ...)`` array.
         d : int
             Dimension including the intercept.
-        nodes : int
+        nodes : int, optional
             Nodes per coordinate (``nodes^(d-1)`` evaluations). The integrands
             of ldpsim's models are analytic on the box, so the rule converges
-            geometrically: 40 nodes give full double precision for d = 4.
+            geometrically: 11 nodes already give full double precision for
+            the logistic Hessian at d = 4 (within 1e-15 of 40 nodes, both
+            laws). Default: 40 up to d = 4, 16 at d = 5, 12 at d = 6
+            (:data:`QUADRATURE_NODES`); beyond, pass ``nodes``.
 
         Returns
         -------
         numpy.ndarray
         """
+        if nodes is None:
+            if d - 1 not in QUADRATURE_NODES:
+                raise ValueError(f"a quadrature over {d - 1} covariates needs nodes given (defaults up to "
+                                 f"{max(QUADRATURE_NODES)})")
+            nodes = QUADRATURE_NODES[d - 1]
         t, w = special.roots_legendre(nodes)
         x1 = self.bound * t
         w1 = self.bound * w * self._marginal.pdf(x1)
@@ -139,5 +147,7 @@ class CovariateLaw:
         return np.tensordot(weights, values, axes=(0, 0))
 
 
+#: Default quadrature nodes per coordinate by the number of covariates (about 2.5e5 points at most).
+QUADRATURE_NODES = {0: 40, 1: 40, 2: 40, 3: 40, 4: 16, 5: 12}
 #: Covariate laws by their config name.
 COVARIATES = ("truncnorm", "uniform")

@@ -17,7 +17,7 @@ from scipy import special
 
 from ..extend import observe, register_vector, uniform, where
 from ..privacy.mechanisms import add_released
-from .covariates import draw_covariates, predictors
+from .covariates import QUADRATURE_NODES, draw_covariates, predictors
 from .regression import RegressionModel
 
 
@@ -51,6 +51,12 @@ class LogisticModel(RegressionModel):
     """Logistic regression of ``y`` on ``X`` (parameters: see :class:`~ldpsim.models.regression.RegressionModel`)."""
 
     name = "logistic"
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        if self.dim - 1 not in QUADRATURE_NODES:
+            raise ValueError(f"dim = {self.dim - 1}: the logistic model's G is a quadrature over the covariates, "
+                             f"computed for dim <= {max(QUADRATURE_NODES)}")
 
     def gradient_bounds(self) -> np.ndarray:
         return self.covariates.bounds(self.dim)

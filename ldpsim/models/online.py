@@ -65,6 +65,10 @@ def numerical_jacobian(gradient, theta, step: float = 1e-5) -> np.ndarray:
     return jac
 
 
+#: Covariates besides the intercept by default (004's simulations: d = 5).
+DEFAULT_DIM = 5
+
+
 class OnlineModel(Model):
     """Base of the models of 004: Gaussian design of dimension ``dim``, a bounded gradient, 004's mechanisms.
 
@@ -97,7 +101,7 @@ class OnlineModel(Model):
         super().__init_subclass__(**kwargs)
         cls.path_keys = Model.path_keys + cls.keys
 
-    def __init__(self, epsilon=None, dim: int = 5, mechanism: str | None = "gdp", delta: float | None = None,
+    def __init__(self, epsilon=None, dim: int = DEFAULT_DIM, mechanism: str | None = "gdp", delta: float | None = None,
                  mu: float | None = None, budget: str | None = None, clip: float | None = None):
         self.d = int(dim)
         self.dim = self.p  # gradient coordinates
@@ -121,6 +125,8 @@ class OnlineModel(Model):
         or ``epsilon``); a law blanks them (each user draws their own).
         """
         values = dict(values)
+        if values.get("dim") is None:
+            values["dim"] = DEFAULT_DIM
         mech = values.get("mechanism") or cls.mechanisms[0]
         key = BUDGET_KEY[mech]
         budget = values.get("budget")

@@ -22,37 +22,64 @@ from .covariates import CovariateLaw
 
 #: The true coefficients of the regression models (000, Table 2).
 COEF = (0.0, 0.0, 1.0, -1.0)
+#: Covariates besides the intercept by default (000's three); the ``dim`` key sets another number.
+DEFAULT_DIM = len(COEF) - 1
+
+
+def coefficients(dim: int) -> np.ndarray:
+    """``beta`` with ``dim`` slopes: intercept 0, slopes cycling through 000's ``(0, 1, -1)``.
+
+    ``dim = 3`` gives 000's ``(0, 0, 1, -1)``; ``dim = 4`` gives ``(0, 0, 1, -1, 0)``.
+    """
+    return np.array([0.0] + [(0.0, 1.0, -1.0)[j % 3] for j in range(int(dim))])
 
 
 class RegressionModel(Model):
-    """Base of the models with covariates ``X = (1, X_1, ..., X_3)``.
+    """Base of the models with covariates ``X = (1, X_1, ..., X_dim)`` (``dim = 3`` by default, 000's).
 
     Parameters
     ----------
     epsilon : float
         Privacy budget per observation (``inf``: non-private).
     covariates : {'truncnorm', 'uniform'}
-        Law of ``X_1..X_3`` on ``[-1, 1]``.
-    mechanism : {'laplace', 'gaussian'}
-        Additive noise, calibrated to the gradient's l1 or l2 sensitivity.
+        Law of ``X_1..X_dim`` on ``[-1, 1]``.
+    mechanism : str
+        Additive noise (``'laplace'``, ``'gaussian'``: calibrated to the gradient's l1 or l2
+        sensitivity), a mechanism of :mod:`ldpsim.privacy.ldp`, or a user's.
     delta : float, optional
         The Gaussian mechanism's delta.
+    dim : int, optional
+        Covariates besides the intercept; ``beta`` from :func:`coefficients`.
     """
 
     dim = len(COEF)
-    keys = ("covariates", "mechanism", "delta")
+    keys = ("covariates", "mechanism", "delta", "dim")
     mechanisms = ("laplace", "gaussian") + LDP_MECHANISMS
     user_mechanisms = True  # a user's additive mechanism (ldpsim.extend.Mechanism) in place of these
+    late_path_keys = {"dim": DEFAULT_DIM}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls.path_keys = Model.path_keys + cls.keys  # every model key shapes the data or the noise
+        # every model key shapes the data or the noise (dim only away from its default: late_path_keys)
+        cls.path_keys = Model.path_keys + tuple(k for k in cls.keys if k not in cls.late_path_keys)
+
+    @classmethod
+    def complete_values(cls, values: dict) -> dict:
+        values = super().complete_values(values)
+        if values.get("dim") is None:
+            values["dim"] = DEFAULT_DIM
+        return values
+
+    @classmethod
+    def dimension(cls, setting) -> int:
+        return int(setting.dim if setting.dim is not None else DEFAULT_DIM) + 1
 
     def __init__(self, epsilon: float, covariates: str = "truncnorm", mechanism: str = "laplace",
-                 delta: float | None = None):
+                 delta: float | None = None, dim: int | None = None):
         self.epsilon = float(epsilon)
         self.covariates = CovariateLaw(covariates)
-        self.coef = np.array(COEF)
+        self.coef = coefficients(DEFAULT_DIM if dim is None else dim)
+        self.dim = self.coef.size
         self.mechanism = make_mechanism(mechanism, self.epsilon, self.gradient_bounds(), delta)
 
     def gradient_bounds(self) -> np.ndarray:

@@ -25,6 +25,7 @@ from ..engine.config import ConfigError, Key, Range, show
 from ..models import MODELS, canonical_model, is_user_model, model_class
 from ..models import user as user_models
 from ..models.covariates import COVARIATES
+from ..models.mean import parse_law
 from ..privacy.mechanisms import MECHANISMS, Mechanism
 from ..privacy.online import ONLINE_MECHANISMS, parse_budget
 
@@ -62,7 +63,11 @@ PATH_KEYS = (
     Key("covariates", "choice", "truncnorm", choices=COVARIATES, help="covariate law of the regression models"),
     Key("clip", "float", 1.0, range=Range("(0, inf]"),
         help="residual clip of the linear model; gradient norm clip of the *_clip models"),
-    Key("dim", "int", 5, range=Range("[1, 1000]"), help="covariates d of the online models (x = (1, z), z in R^d)"),
+    Key("dim", "int", None, range=Range("[1, 1000]"), nullable=True,
+        help="covariates d besides the intercept, x = (1, z), z in R^d: online models (default 5), regression "
+             "models (default 3)"),
+    Key("law", "any", None, nullable=True, convert=parse_law, label="uniform, or beta(a, b) with integers a, b >= 1",
+        help="data law of the mean model on [0, 1]: uniform (default) or beta(a, b), integers a, b >= 1"),
     Key("mu", "float", 1.0, range=Range("(0, inf]"), help="GDP budget per user (mechanism gdp); inf: non-private"),
     Key("budget", "any", None, nullable=True, convert=parse_budget,
         help="per-user budget law of the online models, {uniform: [a, b]}; default: the constant mu / epsilon"),
@@ -83,7 +88,7 @@ PATH_KEYS = (
 MAX_STEPS = 2 ** 53
 N_KEY = Key("n", "int", 1_000_000, range=Range(f"[2, {MAX_STEPS}]", "[2, 2^53]"), help="SGD steps (observations)")
 #: Keys that only some models read (``Model.keys``); blank in other models' settings.
-MODEL_KEYS = ("tau", "mechanism", "delta", "covariates", "clip", "dim", "mu", "budget")
+MODEL_KEYS = ("tau", "mechanism", "delta", "covariates", "clip", "dim", "law", "mu", "budget")
 #: Names a user's model may not give its keys: those of every run, and the study's that are not model keys.
 RESERVED = ("reps", "seed", "study", "model", "epsilon", "streams", "truth_check")
 #: Keys declared by users' models of this process (beyond the studies' own), blank for the other models.
@@ -217,9 +222,12 @@ def path_seed_key(values: dict) -> int:
     is named by its ``name``, not its file, so moving the file does not
     change its numbers; ``streams`` names the model whose streams to draw.
     """
-    identity = {"model": stream_name(values), **{k: values[k] for k in model_class(values["model"]).path_keys}}
-    if values["batch_size"] != 1:  # so that adding the key left every earlier seed as it was
-        identity["batch_size"] = values["batch_size"]
+    model = model_class(values["model"])
+    identity = {"model": stream_name(values), **{k: values[k] for k in model.path_keys}}
+    # keys added after runs were committed enter only away from the value those runs had: their seeds stay
+    for key, before in {"batch_size": 1, **model.late_path_keys}.items():
+        if values[key] != before:
+            identity[key] = values[key]
     return int(hashlib.sha256(json.dumps(identity, sort_keys=True, allow_nan=True).encode()).hexdigest()[:16], 16)
 
 
