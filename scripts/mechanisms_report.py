@@ -1,8 +1,9 @@
 """Issue 30's reading of the mechanism runs: tables, the length-ratio figure, the winners and the PM / Duchi crossing.
 
-Reads ``results/mechanisms`` (the mean model, configs/mechanisms.yaml),
-``results/mechanisms_linear`` (linear regression, configs/mechanisms_linear.yaml)
-and ``results/mechanisms_crossing`` (configs/mechanisms_crossing.yaml) and
+Reads ``results/mechanisms`` (the mean model, X ~ U(0, 1), configs/mechanisms.yaml),
+``results/mechanisms_beta`` (X ~ Beta(2, 5)), ``results/mechanisms_linear``
+(linear regression, d = 4, configs/mechanisms_linear.yaml), ``results/mechanisms_linear_d5``
+(d = 5) and ``results/mechanisms_crossing`` / ``results/mechanisms_crossing_beta`` (configs/mechanisms_crossing*.yaml) and
 writes, into ``results/mechanisms/``:
 
 * ``report.md``: coverage (Monte Carlo SE) and mean length over the Laplace
@@ -28,6 +29,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from scipy import optimize  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
 from ldpsim.models import MODELS  # noqa: E402
@@ -65,9 +67,20 @@ def cells(rows: list[dict]) -> dict:
     return merged
 
 
-def worst_sd(mechanism: str, model: str, epsilon: float) -> float:
+#: The runs read: results folder, model, the model's keys there.
+RUNS = (("mechanisms", "mean", {}), ("mechanisms_beta", "mean", {"law": "beta(2, 5)"}),
+        ("mechanisms_linear", "linear", {}), ("mechanisms_linear_d5", "linear", {"dim": 4}))
+
+
+def _title(model: str, keys: dict) -> str:
+    if model == "mean":
+        return "mean, X ~ " + ("Beta(2, 5)" if keys.get("law", "uniform") != "uniform" else "U(0, 1)")
+    return f"linear, d = {keys.get('dim', 3) + 1}"
+
+
+def worst_sd(mechanism: str, model: str, epsilon: float, keys: dict) -> float:
     """The worst-case SD of one released coordinate of ``mechanism`` in ``model`` (gradient scale)."""
-    m = MODELS[model](epsilon=epsilon, mechanism=mechanism)
+    m = MODELS[model](epsilon=epsilon, mechanism=mechanism, **keys)
     mech = m.mechanism
     if mechanism == "laplace":
         return math.sqrt(mech.variance)
@@ -79,7 +92,7 @@ def oracle_length(model: str, mechanism: str, epsilon: float, coords: int) -> np
     return np.sqrt(np.diag(MODELS[model](epsilon=epsilon, mechanism=mechanism).sigma()))[:coords]
 
 
-def table(merged: dict, model: str, n: float, mechanisms, epsilons) -> tuple[str, dict]:
+def table(merged: dict, n: float, mechanisms, epsilons) -> tuple[str, dict]:
     """The markdown table of one model and n, and the winners per (epsilon, method)."""
     head = ["mechanism", "epsilon"] + [f"{m} cover" for m in METHODS] + [f"{m} length" for m in METHODS]
     body, winners = [], {}
@@ -134,12 +147,21 @@ def _least(values: dict) -> str:
     return " = ".join(k for k, v in values.items() if v <= low * (1.0 + 1e-9))
 
 
-def predictions(model: str, mechanisms, eps: float) -> tuple[str, str]:
+def predictions(model: str, mechanisms, eps: float, keys: dict) -> tuple[str, str]:
     """The mechanism of least worst-case variance, and of least oracle variance (the data-averaged one)."""
-    worst = _least({m: worst_sd(m, model, eps) for m in mechanisms})
-    averaged = _least({m: float(np.mean(np.diag(MODELS[model](epsilon=eps, mechanism=m).sigma())))
+    worst = _least({m: worst_sd(m, model, eps, keys) for m in mechanisms})
+    averaged = _least({m: float(np.mean(np.diag(MODELS[model](epsilon=eps, mechanism=m, **keys).sigma())))
                        for m in mechanisms})
     return worst, averaged
+
+
+def averaged_crossing(keys: dict) -> float:
+    """The epsilon where PM's and Duchi's oracle variances of the mean model are equal (a root in [0.3, 3])."""
+    def gap(eps):
+        return float(MODELS["mean"](epsilon=eps, mechanism="piecewise", **keys).sigma()[0, 0]
+                     - MODELS["mean"](epsilon=eps, mechanism="duchi", **keys).sigma()[0, 0])
+
+    return float(optimize.brentq(gap, 0.3, 3.0, xtol=1e-12))
 
 
 def crossing(merged: dict, n: float) -> list[list[str]]:
@@ -185,7 +207,13 @@ def _epsilon_axis(ax, ticks) -> None:
 
 
 def figure(panels, path: Path) -> None:
-    fig, axes = plt.subplots(1, len(panels) + 1, figsize=(5.2 * (len(panels) + 1), 4.2))
+    cols = 3
+    rows = -(-(len(panels) + 1) // cols)
+    fig, grid_axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.2 * rows), squeeze=False)
+    axes = list(grid_axes.ravel())
+    for ax in axes[len(panels) + 1:]:
+        ax.set_axis_off()
+    axes = axes[:len(panels) + 1]
     for ax, (title, merged, n, mechanisms, epsilons, method) in zip(axes, panels):
         for mech in mechanisms:
             lines = {}
@@ -230,7 +258,7 @@ def main(argv=None) -> int:
     res = Path(args.results)
     lines = ["# The mechanisms of issue 30: coverage and length (written by scripts/mechanisms_report.py)", ""]
     panels = []
-    for folder, model in (("mechanisms", "mean"), ("mechanisms_linear", "linear")):
+    for folder, model, keys in RUNS:
         path = res / folder / "summary.csv"
         if not path.is_file():
             lines.append(f"({folder}: not run)")
@@ -239,31 +267,37 @@ def main(argv=None) -> int:
         merged = cells(rows)
         mechanisms = list(dict.fromkeys(r["mechanism"] for r in rows))
         epsilons = sorted({r["epsilon"] for r in rows})
+        coords = max(r["coord"] for r in rows) + 1
         for n in sorted({r["n"] for r in rows}):
-            text, winners = table(merged, model, n, mechanisms, epsilons)
-            lines += [f"## {model}, n = {n:.0e}", "",
+            text, winners = table(merged, n, mechanisms, epsilons)
+            lines += [f"## {_title(model, keys)}, n = {n:.0e} ({folder})", "",
                       "Coverage (Monte Carlo SE) of the 90% intervals, and their mean length over the Laplace "
-                      "oracle's" + (" (averaged over the 4 coordinates)" if model == "linear" else "") + ".", "",
+                      "oracle's" + (f" (averaged over the {coords} coordinates)" if coords > 1 else "") + ".", "",
                       text, "", "Shortest interval that covers (coverage >= 0.9 - 3 SE), per method, and the "
                       "mechanisms the variances predict (least worst-case variance; least oracle variance, i.e. "
                       "the variance averaged over the data):", ""]
             head = ["epsilon"] + list(METHODS) + ["worst-case prediction", "averaged prediction"]
             body = []
             for eps in epsilons:
-                worst, averaged = predictions(model, [m for m in mechanisms], eps)
+                worst, averaged = predictions(model, [m for m in mechanisms], eps, keys)
                 body.append([f"{eps:g}"] + [_winner(winners, eps, m) for m in METHODS] + [worst, averaged])
             lines += [tabulate(body, head, tablefmt="github", disable_numparse=True), ""]
-            panels.append((f"{model}, n = {n:.0e}, BB", merged, n, mechanisms, epsilons, "BB"))
-    path = res / "mechanisms_crossing" / "summary.csv"
-    if path.is_file():
+        n = max(r["n"] for r in rows)  # the figure: each run at its largest n
+        panels.append((f"{_title(model, keys)}, n = {n:.0e}, BB", merged, n, mechanisms, epsilons, "BB"))
+    for folder, keys in (("mechanisms_crossing", {}), ("mechanisms_crossing_beta", {"law": "beta(2, 5)"})):
+        path = res / folder / "summary.csv"
+        if not path.is_file():
+            lines.append(f"({folder}: not run)")
+            continue
         merged = cells(read(path))
         n = sorted({k[0] for k in merged})[0]
         rows, epsilons = crossing(merged, n)
-        lines += [f"## Where PM's intervals become shorter than Duchi's (mean model, n = {n:.0e})", "",
-                  "Length of PM over Duchi's (its SE), and the epsilon where it crosses 1 (root of a weighted "
+        law = "Beta(2, 5)" if keys else "U(0, 1)"
+        lines += [f"## Where PM's intervals become shorter than Duchi's (mean model, X ~ {law}, n = {n:.0e}; {folder})",
+                  "", "Length of PM over Duchi's (its SE), and the epsilon where it crosses 1 (root of a weighted "
                   "least-squares line through log ratio against epsilon; its delta-method SE). The worst-case "
-                  "variances cross at 1.290, the variances averaged over this data (t = 1 - 2X uniform on "
-                  "[-1, 1]) at 0.908:",
+                  "variances cross at 1.290, the variances averaged over this data (t = 1 - 2X, X ~ "
+                  f"{law}) at {averaged_crossing(keys):.3f}:",
                   "", tabulate(rows, ["method", "crossing"] + [f"eps {e:g}" for e in epsilons], tablefmt="github",
                                disable_numparse=True), ""]
     out = res / "mechanisms"
