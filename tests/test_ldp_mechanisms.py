@@ -176,7 +176,7 @@ def test_piecewise_d_samples_k_coordinates(epsilon, d, k):
     # exactly k coordinates are released (nonzero), each at epsilon / k
     x = _draw(mech, np.linspace(-1, 1, d), 2000, _gen("k", epsilon, d))
     assert ((x != 0).sum(axis=1) == k).all()
-    assert mech.record().c == pytest.approx(ldp.piecewise_c(epsilon / k), rel=1e-15)
+    assert mech.record().one.c == pytest.approx(ldp.piecewise_c(epsilon / k), rel=1e-15)
 
 
 def test_the_moment_check_has_teeth():

@@ -226,25 +226,12 @@ class DuchiL2Release(NamedTuple):
     u: np.ndarray
 
 
-class PiecewiseDRelease(NamedTuple):
-    """Wang et al.'s Algorithm 4 with PM: ``k`` coordinates at ``eps / k``, scaled by ``d / k``."""
+class SampledRelease(NamedTuple):
+    """Wang et al.'s Algorithm 4: ``k`` coordinates at ``eps / k`` by the 1-D release ``one``, scaled by ``d / k``."""
 
     k: float
     scale: float
-    c: float
-    inside: float
-
-
-class HybridDRelease(NamedTuple):
-    """Wang et al.'s Algorithm 4 with HM."""
-
-    k: float
-    scale: float
-    alpha: float
-    c: float
-    inside: float
-    bound: float
-    tilt: float
+    one: tuple  # DuchiRelease, PiecewiseRelease or HybridRelease
 
 
 @by_record
@@ -294,22 +281,33 @@ def _clamp(t):
     return min(max(t, -1.0), 1.0)
 
 
-@register_release(DuchiRelease)
-def _release_duchi(noise, gen, t):
+@by_record
+def _release_one(noise, gen, t):
+    """The 1-D release of the scalar ``t`` in ``[-1, 1]`` (Duchi, PM, HM)."""
+
+
+@_release_one.register(DuchiRelease)
+def _release_one_duchi(noise, gen, t):
+    return _duchi(gen, t, noise.bound, noise.tilt)
+
+
+@_release_one.register(PiecewiseRelease)
+def _release_one_piecewise(noise, gen, t):
+    return _piecewise(gen, t, noise.c, noise.inside)
+
+
+@_release_one.register(HybridRelease)
+def _release_one_hybrid(noise, gen, t):
+    return _hybrid(gen, t, noise.alpha, noise.c, noise.inside, noise.bound, noise.tilt)
+
+
+def _release_coordinatewise(noise, gen, t):
     for j in range(t.shape[0]):
-        t[j] = _duchi(gen, _clamp(t[j]), noise.bound, noise.tilt)
+        t[j] = _release_one(noise, gen, _clamp(t[j]))
 
 
-@register_release(PiecewiseRelease)
-def _release_piecewise(noise, gen, t):
-    for j in range(t.shape[0]):
-        t[j] = _piecewise(gen, _clamp(t[j]), noise.c, noise.inside)
-
-
-@register_release(HybridRelease)
-def _release_hybrid(noise, gen, t):
-    for j in range(t.shape[0]):
-        t[j] = _hybrid(gen, _clamp(t[j]), noise.alpha, noise.c, noise.inside, noise.bound, noise.tilt)
+for _cls in (DuchiRelease, PiecewiseRelease, HybridRelease):
+    register_release(_cls)(_release_coordinatewise)
 
 
 @register_release(NPRRRelease)
@@ -386,25 +384,14 @@ def _sampled(gen, chosen, j, d, k):
     return uniform(gen) * (d - j) < k - chosen
 
 
-@register_release(PiecewiseDRelease)
-def _release_piecewise_d(noise, gen, t):
+@register_release(SampledRelease)
+def _release_sampled(noise, gen, t):
     d = t.shape[0]
     chosen = 0.0 * t[0]
     for j in range(d):
         take = _sampled(gen, chosen, j, d, noise.k)
         chosen += where(take, 1.0, 0.0)
-        value = _piecewise(gen, _clamp(t[j]), noise.c, noise.inside)
-        t[j] = where(take, noise.scale * value, 0.0)
-
-
-@register_release(HybridDRelease)
-def _release_hybrid_d(noise, gen, t):
-    d = t.shape[0]
-    chosen = 0.0 * t[0]
-    for j in range(d):
-        take = _sampled(gen, chosen, j, d, noise.k)
-        chosen += where(take, 1.0, 0.0)
-        value = _hybrid(gen, _clamp(t[j]), noise.alpha, noise.c, noise.inside, noise.bound, noise.tilt)
+        value = _release_one(noise.one, gen, _clamp(t[j]))  # drawn for every j: a fixed count of draws per call
         t[j] = where(take, noise.scale * value, 0.0)
 
 
@@ -753,7 +740,7 @@ class _Sampled(BoundedMechanism):
         return out - second
 
     def record(self, lanes: int = 1):
-        return (float(self.k), self.dim / self.k) + tuple(self._one().record())
+        return SampledRelease(float(self.k), self.dim / self.k, self._one().record())
 
 
 class PiecewiseD(_Sampled):
@@ -761,17 +748,11 @@ class PiecewiseD(_Sampled):
     label: ClassVar[str] = "Piecewise mechanism, k of d coordinates"
     base: ClassVar[type] = Piecewise
 
-    def record(self, lanes: int = 1):
-        return PiecewiseDRelease(*super().record(lanes))
-
 
 class HybridD(_Sampled):
     name: ClassVar[str] = "hybrid_d"
     label: ClassVar[str] = "Hybrid mechanism, k of d coordinates"
     base: ClassVar[type] = Hybrid
-
-    def record(self, lanes: int = 1):
-        return HybridDRelease(*super().record(lanes))
 
 
 CLASSES = {cls.name: cls for cls in (Duchi, Piecewise, Hybrid, NPRR, DuchiLinf, DuchiL2, Harmony, PiecewiseD, HybridD)}
