@@ -101,7 +101,8 @@ def _check_real(name: str, value, interval: str, what: str) -> float:
         v = float(value)
         ok = (low < v if interval[0] == "(" else low <= v) and (v < high if interval[-1] == ")" else v <= high)
     if not ok:
-        raise ConfigError(f"{name} = {value!r} is not in {interval}: {what}")
+        shown = value if isinstance(value, (int, float, np.integer, np.floating)) else repr(value)
+        raise ConfigError(f"{name} = {shown} is not in {interval}: {what}")
     return float(value)
 
 
@@ -129,7 +130,7 @@ def _check_z(z) -> np.ndarray:
     bad = ~((arr >= 0.0) & (arr <= 1.0))  # NaN fails both
     if bad.any():
         i = int(np.argmax(bad))
-        raise ConfigError(f"z = {arr[i]!r} at index {i} is not in [0, 1]: NPRR releases values in "
+        raise ConfigError(f"z = {float(arr[i])} at index {i} is not in [0, 1]: NPRR releases values in "
                           "{0, 1/G, .., 1}")
     return arr
 
@@ -298,6 +299,13 @@ def hoeffding_ci(z, r: float, alpha: float = 0.1, running_intersection: bool = T
     (alpha / 2)) / n)``, read at ``t = n`` after the running intersection (default) or without it
     (then ``mu_hat_n +- sqrt(log(2 / alpha) / (2 n)) / r``, clipped).
 
+    Parameters
+    ----------
+    z, r, alpha
+        As :func:`hoeffding_cs`; ``n = len(z)``.
+    running_intersection : bool
+        Read the running intersection over ``t = 1..n`` (the code's default) or the bound at ``n``.
+
     Returns
     -------
     lower, upper : float
@@ -320,10 +328,8 @@ def empbern_ci(z, r: float, alpha: float = 0.1, truncation: float = 0.5, prior_m
 
     Parameters
     ----------
-    z, r, alpha
-        As :func:`hoeffding_cs`.
-    truncation : float
-        Largest bet, in ``(0, 1)``.
+    z, r, alpha, truncation
+        As :func:`empbern_cs`; ``n = len(z)``.
     prior_mean, prior_variance : float
         The bets' fake observation (defaults: the code's, 1/2 and 1/8).
     lambda_alpha : float
@@ -412,7 +418,7 @@ def _clipped_bounds(state, params):
     return max(0.0, mu_hat - radius), min(1.0, mu_hat + radius)
 
 
-@jit
+@jit(borrow=True)
 def nprr_update(state, params, z):
     """Add released value ``z`` (in ``[0, 1]``, unchecked) to ``state``, in place; O(1), no allocation.
 
@@ -420,7 +426,8 @@ def nprr_update(state, params, z):
     rate_t))``; EB: ``min(trunc, sqrt(BET_NUM / (rate_t sigma2_{t-1})))``; ``rate_t = t log(t + 1)``
     or the fixed ``n``), the CGF term ``psi_t`` (``lambda_t^2 / 8``, or ``(z - zeta_hat_t)^2
     (-log(1 - lambda_t) - lambda_t)`` with ``zeta_hat_t = (1/2 + S_{t-1} z_i) / (t + 1)``), then the
-    sums and the running intersection. Costs two logarithms and a square root at most.
+    sums and the running intersection. Costs two logarithms and a square root at most; compiled
+    without numba's runtime (``borrow``): it only reads and writes its arrays, allocating nothing.
     """
     t = state[0] + 1.0
     if params[6] > 0.0:
@@ -447,7 +454,7 @@ def nprr_update(state, params, z):
     state[7] = min(state[7], upper)
 
 
-@jit
+@jit(borrow=True)
 def nprr_bounds(state, params):
     """The authors' CS ``(L_t, U_t)`` at the state's ``t`` (no running intersection); ``(0, 1)`` at ``t = 0``."""
     if state[0] == 0.0:
@@ -455,7 +462,7 @@ def nprr_bounds(state, params):
     return _clipped_bounds(state, params)
 
 
-@jit
+@jit(borrow=True)
 def nprr_running_bounds(state):
     """The running intersection ``(max_{s<=t} L_s, min_{s<=t} U_s)``; at ``t = n`` with CI params, the authors' CI."""
     return state[6], state[7]
