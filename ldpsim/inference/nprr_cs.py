@@ -41,7 +41,8 @@ The authors' quirks, all kept (each one leaves the guarantee intact, see the fun
 3. **Off-by-one in the empirical-Bernstein centre.** ``zeta_hat_t = (1/2 + S_{t-1} z_i) / (t + 1)``:
    ``t`` terms over ``t + 1`` (confseq's own centre is ``(1/2 + S_{t-1} z_i) / t``), which shrinks it
    towards 0 (``zeta_hat_1 = 1/4``). Any predictable centre keeps the supermartingale, so the CS stays
-   valid, a little wider.
+   valid; the squared deviations gain the centre's bias (about ``(zeta / (t + 1))^2``), so it is
+   slightly wider on average, noticeably only at small ``t``.
 4. **The EB CI tunes its bets at confseq's default alpha = 0.05,** whatever ``alpha`` it is asked
    for (they agree at ``alpha = 0.1`` only), and with prior variance 1/8 where the EB CS uses 1/4.
    The bets are any predictable sequence, so the CI stays valid; only its width is off-target.
@@ -413,8 +414,8 @@ def nprr_state() -> np.ndarray:
 @dual
 def _clipped_bounds(state, params):
     """``(max(0, mu_hat_t - B_t), min(1, mu_hat_t + B_t))`` at the state's ``t >= 1``."""
-    mu_hat = state[4] / state[3]
-    radius = (params[3] + state[5]) / state[3]
+    mu_hat = state[SUM_LZ] / state[SUM_RL]
+    radius = (params[LOG_2_ALPHA] + state[SUM_PSI]) / state[SUM_RL]
     return max(0.0, mu_hat - radius), min(1.0, mu_hat + radius)
 
 
@@ -429,35 +430,35 @@ def nprr_update(state, params, z):
     sums and the running intersection. Costs two logarithms and a square root at most; compiled
     without numba's runtime (``borrow``): it only reads and writes its arrays, allocating nothing.
     """
-    t = state[0] + 1.0
-    if params[6] > 0.0:
-        rate = params[6]
+    t = state[T] + 1.0
+    if params[FIXED_N] > 0.0:
+        rate = params[FIXED_N]
     else:
         rate = t * math.log(t + 1.0)
-    if params[0] == 0.0:  # Hoeffding
-        lam = min(params[5], math.sqrt(params[4] / rate))
+    if params[KIND] == HOEFFDING:
+        lam = min(params[TRUNC], math.sqrt(params[BET_NUM] / rate))
         psi = lam * lam / 8.0
     else:  # empirical Bernstein
-        sigma2_prev = (params[8] + state[2]) / t  # sigma2_{t-1}, one fake observation
-        lam = min(params[5], math.sqrt(params[4] / (rate * sigma2_prev)))
-        d = z - (0.5 + state[1]) / (t + 1.0)
+        sigma2_prev = (params[PRIOR_VAR] + state[SUM_SQ]) / t  # sigma2_{t-1}, one fake observation
+        lam = min(params[TRUNC], math.sqrt(params[BET_NUM] / (rate * sigma2_prev)))
+        d = z - (0.5 + state[SUM_Z]) / (t + 1.0)
         psi = (d * d) * (-math.log(1.0 - lam) - lam)
-        state[1] += z
-        resid = z - min((params[7] + state[1]) / (t + 1.0), 1.0)
-        state[2] += resid * resid
-    state[0] = t
-    state[3] += params[1] * lam
-    state[4] += lam * (z - params[2])
-    state[5] += psi
+        state[SUM_Z] += z
+        resid = z - min((params[PRIOR_MEAN] + state[SUM_Z]) / (t + 1.0), 1.0)
+        state[SUM_SQ] += resid * resid
+    state[T] = t
+    state[SUM_RL] += params[R] * lam
+    state[SUM_LZ] += lam * (z - params[SHIFT])
+    state[SUM_PSI] += psi
     lower, upper = _clipped_bounds(state, params)
-    state[6] = max(state[6], lower)
-    state[7] = min(state[7], upper)
+    state[RUN_LOW] = max(state[RUN_LOW], lower)
+    state[RUN_UP] = min(state[RUN_UP], upper)
 
 
 @jit(borrow=True)
 def nprr_bounds(state, params):
     """The authors' CS ``(L_t, U_t)`` at the state's ``t`` (no running intersection); ``(0, 1)`` at ``t = 0``."""
-    if state[0] == 0.0:
+    if state[T] == 0.0:
         return 0.0, 1.0
     return _clipped_bounds(state, params)
 
@@ -465,7 +466,7 @@ def nprr_bounds(state, params):
 @jit(borrow=True)
 def nprr_running_bounds(state):
     """The running intersection ``(max_{s<=t} L_s, min_{s<=t} U_s)``; at ``t = n`` with CI params, the authors' CI."""
-    return state[6], state[7]
+    return state[RUN_LOW], state[RUN_UP]
 
 
 @jit
