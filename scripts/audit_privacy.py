@@ -2,7 +2,8 @@
 
 For each mechanism (000's randomized response, Laplace and analytic Gaussian
 mechanisms; 004's Laplace, Gaussian and GDP mechanisms with constant and
-per-user budgets; one DP-SGD step of 002), outputs are drawn at a
+per-user budgets; one DP-SGD step of 002; issue 30's releases, and duchi_l2
+on the l2 ball of 004's clipped models), outputs are drawn at a
 worst-case pair of neighbouring inputs through the jitted code the kernels
 call, and a threshold test with Clopper-Pearson bounds turns them into a
 lower bound that holds with probability 95% (:mod:`ldpsim.privacy.audit`).
@@ -214,9 +215,28 @@ def ldp_cases() -> list[AuditCase]:
     return cases
 
 
+def ball_cases() -> list[AuditCase]:
+    """duchi_l2 on the l2 ball (issue 30: 004's clipped models release ``t = g / clip`` itself), built by huber_clip.
+
+    At d = 5 (p = 7, as configs/shi_*.yaml), at two opposite points of the unit sphere, ``t = -u`` and ``u``
+    with ``u = (1, .., 1) / sqrt(p)``: the output's density is ``e^eps / (e^eps + 1)`` times that of the
+    sphere on the hemisphere towards ``t`` and ``1 / (e^eps + 1)`` times it on the other, so their ratio reaches
+    ``e^eps``; the statistic ``2 u'y + 2`` jumps at 2 (``u'y = 0``).
+    """
+    cases = []
+    for eps in LDP_EPSILONS:
+        m = MODELS["huber_clip"](dim=5, mechanism="duchi_l2", epsilon=eps, clip=1.0)
+        u = np.full(m.p, 1.0 / math.sqrt(m.p))
+        cases.append(AuditCase(
+            f"{m.mechanism.label}, ball (004 Huber clip, p = {m.p}, epsilon = {eps:g})", Claim("epsilon", eps),
+            ReleaseProbe(m.noise_record().mechanism, (-u, u), tuple(m.mechanism.output_bound), (2.0,)), eps,
+            "two opposite points of the unit sphere (t = g / clip): the ball's farthest pair"))
+    return cases
+
+
 def cases() -> list[AuditCase]:
     """Every case of the audit, in the table's order."""
-    return model_cases() + dpsgd_cases() + ldp_cases()
+    return model_cases() + dpsgd_cases() + ldp_cases() + ball_cases()
 
 
 def _e(x: int) -> str:

@@ -43,8 +43,9 @@ from typing import NamedTuple
 import numpy as np
 from scipy import optimize, special, stats
 
-from ..extend import add_noise, all_lanes, any_lane, constrain, lane_array, normal, observe, register_vector, where
-from .covariates import add_scaled, predictors
+from ..extend import all_lanes, any_lane, constrain, lane_array, normal, observe, register_vector, where
+from ..privacy.mechanisms import add_released_joint
+from .covariates import predictors
 from .design import MALLOWS_NORM_SUP, chi2_expect, draw_design, gauss_legendre, squared_norm
 from .online import Clipped, OnlineModel, numerical_jacobian
 
@@ -129,7 +130,9 @@ def huber_gradient(params, obs, theta, gen, out):
     """Add the weighted (or clipped) joint Huber gradient of the observation plus the noise to ``out``.
 
     Draws: ``d`` normals (``z``) and one normal (the error, ``obs``) were
-    drawn by :func:`draw_huber`; then the mechanism's.
+    drawn by :func:`draw_huber`; then the mechanism's. A release
+    (``huber_clip`` with a mechanism of :mod:`ldpsim.privacy.ldp`) replaces
+    the clipped gradient by its release instead of adding noise.
     """
     x = params.x
     sq = squared_norm(x)
@@ -146,9 +149,7 @@ def huber_gradient(params, obs, theta, gen, out):
             w = where(inside, 1.0, params.clip / math.sqrt(norm2))
     else:
         w = where(sq <= 2.0, 1.0, 2.0 / sq)
-    add_scaled(out, -psi * w, x)
-    out[p1] += gs * w
-    add_noise(params.noise, gen, out)
+    add_released_joint(params.noise, gen, -psi * w, x, gs * w, out)
 
 
 @constrain.register(HuberParams)
@@ -193,7 +194,7 @@ class HuberModel(OnlineModel):
 
     def kernel_params(self, lanes: int = 1):
         return HuberParams(self.c, self.kappa, self.error_sd, float(self.clip or 0.0), SCALE_FLOOR, self.coef,
-                           lane_array(self.d + 1, lanes), self.noise_record())
+                           lane_array(self.d + 1, lanes), self.noise_record(lanes))
 
     # --- population quantities ----------------------------------------------------
 

@@ -30,8 +30,9 @@ from typing import NamedTuple
 import numpy as np
 from scipy import optimize, special
 
-from ..extend import add_noise, all_lanes, lane_array, observe, register_vector, uniform, where
-from .covariates import add_scaled, predictors
+from ..extend import all_lanes, lane_array, observe, register_vector, uniform, where
+from ..privacy.mechanisms import add_released
+from .covariates import predictors
 from .design import MALLOWS_NORM_SUP, chi2_expect, draw_design, gauss_legendre, orthonormal_pair, squared_norm
 from .online import Clipped, OnlineModel, solve_root
 
@@ -57,7 +58,9 @@ def logistic_online_gradient(params, obs, theta, gen, out):
     """Add ``(s(x'theta) - y) x`` of the observation (``u = obs``) weighted (or clipped) plus the noise to ``out``.
 
     Draws: ``d`` normals (``z``) and one uniform (``obs``) were drawn by
-    :func:`draw_logistic_online`; then the mechanism's.
+    :func:`draw_logistic_online`; then the mechanism's. A release
+    (``logistic_clip`` with a mechanism of :mod:`ldpsim.privacy.ldp`)
+    replaces the clipped gradient by its release instead of adding noise.
     """
     x = params.x
     sq = squared_norm(x)
@@ -72,8 +75,7 @@ def logistic_online_gradient(params, obs, theta, gen, out):
             w = where(inside, 1.0, params.clip / norm)
     else:
         w = where(sq <= 2.0, 1.0, 2.0 / sq)
-    add_scaled(out, r * w, x)
-    add_noise(params.noise, gen, out)
+    add_released(params.noise, gen, r * w, x, out)
 
 
 def _bregman_softplus(eta, eta_star):
@@ -97,7 +99,7 @@ class LogisticMallowsModel(OnlineModel):
 
     def kernel_params(self, lanes: int = 1):
         return LogisticOnlineParams(float(self.clip or 0.0), self.coef, lane_array(self.d + 1, lanes),
-                                    self.noise_record())
+                                    self.noise_record(lanes))
 
     # --- population quantities ----------------------------------------------------
 

@@ -7,7 +7,10 @@ weights ``w(x) = min(1, 2 / ||x||^2)`` (the paper's choice, models
 radius ``clip`` (the alternative of Figure 1, models ``*_clip``). The l2
 sensitivity ``D`` of the bounded gradient calibrates the mechanism
 (:func:`ldpsim.privacy.online.online_mechanism`: Laplace, analytic or
-classical Gaussian, GDP), and the budget may be drawn per user.
+classical Gaussian, GDP), and the budget may be drawn per user. The clipped
+gradient may instead be released whole by a pure epsilon-LDP mechanism of
+:mod:`ldpsim.privacy.ldp` (issue 30; :func:`ldpsim.privacy.online.ball_mechanism`),
+at a constant ``epsilon``.
 
 The truth is computed, not assumed: ``theta*`` is the root of the population
 gradient (quadrature over the design, :class:`~.design.GaussianDesign`,
@@ -25,8 +28,9 @@ import numpy as np
 from scipy import optimize
 
 from ..engine.errors import ConfigError
-from ..privacy.online import BUDGET_KEY, ONLINE_MECHANISMS, PER_USER_MECHANISMS, budget_law, online_mechanism, \
-    online_noise_record
+from ..privacy.ldp import LDP_MECHANISMS, BoundedMechanism
+from ..privacy.online import BUDGET_KEY, ONLINE_MECHANISMS, PER_USER_MECHANISMS, ball_mechanism, budget_law, \
+    online_mechanism, online_noise_record
 from .base import Model
 from .design import GaussianDesign
 
@@ -78,8 +82,9 @@ class OnlineModel(Model):
         Budget of Laplace and Gaussian mechanisms (``None`` for GDP).
     dim : int
         ``d``, the number of covariates besides the intercept.
-    mechanism : {'gdp', 'laplace', 'gaussian', 'gaussian_classical'} or None
-        ``None``: non-private.
+    mechanism : {'gdp', 'laplace', 'gaussian', 'gaussian_classical'}, one of ``LDP_MECHANISMS``, or None
+        ``None``: non-private. The releases of :mod:`ldpsim.privacy.ldp`
+        (budget ``epsilon``, constant) only for the clipped models.
     delta : float, optional
         Of the Gaussian mechanisms.
     mu : float or None
@@ -91,7 +96,9 @@ class OnlineModel(Model):
     """
 
     keys = ("dim", "mechanism", "delta", "mu", "budget")
-    mechanisms = ONLINE_MECHANISMS
+    #: Every online model's config may name these; only the clipped models take the releases of
+    #: :mod:`ldpsim.privacy.ldp` (the others refuse them in :meth:`complete_values`, naming those that do).
+    mechanisms = ONLINE_MECHANISMS + LDP_MECHANISMS
     #: Whether the gradient is bounded by clipping (else by Mallows weights).
     clipped = False
     #: Whether :meth:`excess_risk` is defined.
@@ -113,7 +120,7 @@ class OnlineModel(Model):
             self.mechanism = None
         else:
             value = budget_law(budget) if budget is not None else (mu if BUDGET_KEY[mechanism] == "mu" else epsilon)
-            self.mechanism = online_mechanism(mechanism, self.p, self.sensitivity(), value, delta)
+            self.mechanism = self.make_mechanism(mechanism, value, delta)
 
     # --- config ---------------------------------------------------------------------
 
@@ -128,6 +135,8 @@ class OnlineModel(Model):
         if values.get("dim") is None:
             values["dim"] = DEFAULT_DIM
         mech = values.get("mechanism") or cls.mechanisms[0]
+        if mech in LDP_MECHANISMS and not cls.clipped:
+            raise ConfigError(ldp_refusal(mech, cls.name))
         key = BUDGET_KEY[mech]
         budget = values.get("budget")
         if isinstance(budget, float):
@@ -137,6 +146,11 @@ class OnlineModel(Model):
             if values.get(key) is not None and math.isinf(values[key]):
                 raise ConfigError(f"budget = {budget} draws each user's {key}, but {key} = inf asks for no privacy: "
                                   f"give one of them (a grid crossing both would hold settings that ask for both)")
+            if mech in LDP_MECHANISMS:
+                raise ConfigError(f"budget = {budget} draws each user's epsilon, but mechanism = {mech!r} (one pure "
+                                  f"epsilon-LDP release per user) has no per-user form; allowed with {mech}: a "
+                                  f"constant epsilon (budget a number, or none); per-user budgets run with "
+                                  f"{', '.join(PER_USER_MECHANISMS)}")
             if mech not in PER_USER_MECHANISMS:
                 raise ConfigError(f"budget = {budget} needs a mechanism with a per-user form "
                                   f"({', '.join(PER_USER_MECHANISMS)}); mechanism = {mech!r} (analytic calibration, "
@@ -190,6 +204,18 @@ class OnlineModel(Model):
         """Where the root searches start (away from the truth, so that they compute it)."""
         return np.zeros(self.p)
 
+    def make_mechanism(self, name: str, budget, delta: float | None):
+        """The mechanism ``name`` at ``budget`` (a number or a :class:`~ldpsim.privacy.online.BudgetLaw`).
+
+        Raises
+        ------
+        ConfigError
+            For a release of :mod:`ldpsim.privacy.ldp` (clipped models only).
+        """
+        if name in LDP_MECHANISMS:
+            raise ConfigError(ldp_refusal(name, self.name))
+        return online_mechanism(name, self.p, self.sensitivity(), budget, delta)
+
     # --- the truth ---------------------------------------------------------------------
 
     @functools.cached_property
@@ -213,20 +239,37 @@ class OnlineModel(Model):
     def guarantee(self) -> str:
         return "none (mu = inf: non-private SGD)" if self.mechanism is None else self.mechanism.guarantee
 
-    def noise_record(self):
-        return online_noise_record(self.mechanism)
+    def noise_record(self, lanes: int = 1):
+        return online_noise_record(self.mechanism, lanes)
 
     def privacy_summary(self) -> dict:
-        """``guarantee``, ``sensitivity`` (l2) and ``noise_variance`` (per coordinate, mean over users)."""
+        """``guarantee``, ``sensitivity`` (l2) and ``noise_variance`` (per coordinate, mean over users).
+
+        A release (:mod:`ldpsim.privacy.ldp`) has no sensitivity, and its
+        variance depends on the gradient: the largest of a coordinate's, in
+        the gradient's units (``clip^2`` times that of the scaled release).
+        """
+        mech = self.mechanism
+        if isinstance(mech, BoundedMechanism):
+            return {"guarantee": self.guarantee, "sensitivity": None,
+                    "noise_variance": float(np.max(mech.bounds) ** 2 * mech.variance)}
         return {"guarantee": self.guarantee, "sensitivity": self.sensitivity(),
-                "noise_variance": 0.0 if self.mechanism is None else float(self.mechanism.variance)}
+                "noise_variance": 0.0 if mech is None else float(mech.variance)}
 
     def __repr__(self) -> str:
         mech = "none" if self.mechanism is None else type(self.mechanism).__name__
         return f"{type(self).__name__}(dim={self.d}, mechanism={mech})"
 
 
-__all__ = ["OnlineModel", "numerical_jacobian", "solve_root"]
+def ldp_refusal(mechanism: str, model: str) -> str:
+    """Why ``model`` (Mallows-weighted) refuses a release of :mod:`ldpsim.privacy.ldp`, and which models take it."""
+    takers = ", ".join(sorted(cls.name for cls in Clipped.__subclasses__()))
+    return (f"mechanism = {mechanism!r} is not available for model {model!r}: of 004's models the releases of a "
+            f"clipped gradient ({', '.join(LDP_MECHANISMS)}) run with {takers}; allowed for {model}: "
+            f"{', '.join(ONLINE_MECHANISMS)}")
+
+
+__all__ = ["OnlineModel", "ldp_refusal", "numerical_jacobian", "solve_root"]
 
 
 class Clipped:
@@ -241,6 +284,12 @@ class Clipped:
     def sensitivity(self) -> float:
         """``2 clip``: clipped gradients lie in the ball of radius ``clip``."""
         return 2.0 * self.clip
+
+    def make_mechanism(self, name: str, budget, delta: float | None):
+        """004's mechanisms, or a release of the clipped gradient (``t = g / clip``; ``duchi_l2`` on the ball)."""
+        if name in LDP_MECHANISMS:
+            return ball_mechanism(name, self.p, self.clip, budget)
+        return super().make_mechanism(name, budget, delta)
 
     def hessian(self) -> np.ndarray:
         raise NotImplementedError(f"{self.name}: G of the clipped recursion is not computed")

@@ -671,15 +671,38 @@ class DuchiLinf(BoundedMechanism):
         return self.bound**2 * np.eye(self.dim) - np.asarray(second, dtype=float)
 
 
+@dataclass(frozen=True)
 class DuchiL2(BoundedMechanism):
-    """Duchi et al. (2018), the l2 mechanism on ``v = t * bounds / ||bounds||_2`` (in the unit ball)."""
+    """Duchi et al. (2018), the l2 mechanism on ``v = t * bounds / ||bounds||_2`` (in the unit ball).
+
+    ``ball=True``: the gradient is known to lie in the l2 ball of radius
+    ``r`` (a gradient clipped to norm ``r``) and ``bounds = (r, .., r)``; the
+    mechanism then releases ``v = t = g / r`` itself (weights 1), not the
+    box's ``t`` shrunk by ``1 / sqrt(d)``, and is epsilon-LDP on that ball.
+    """
+
+    ball: bool = False
 
     name: ClassVar[str] = "duchi_l2"
     label: ClassVar[str] = "Duchi et al., l2"
 
+    def __post_init__(self):
+        super().__post_init__()
+        if self.ball and not (self.bounds == self.bounds[0]).all():
+            raise ValueError(f"the ball form needs equal bounds (the radius), got {self.bounds}")
+
     @property
     def weights(self) -> np.ndarray:
+        if self.ball:  # ||t||_2 = ||g||_2 / r <= 1 already
+            return np.ones(self.dim)
         return self.bounds / np.linalg.norm(self.bounds)
+
+    @property
+    def guarantee(self) -> str:
+        if not self.ball:
+            return super().guarantee
+        return (f"epsilon = {_fmt(self.epsilon)} LDP ({self.label}, on the l2 ball of radius "
+                f"{_fmt(float(self.bounds[0]))})")
 
     @property
     def bound(self) -> float:

@@ -505,9 +505,25 @@ def released_scalar(noise, gen, value, center, half):
     """The release of a scalar gradient ``value`` known to lie in ``[center - half, center + half]``."""
 
 
+@by_record
+def add_released_joint(noise, gen, w, x, last, out):
+    """Add the release of the gradient ``(w x, last)`` (``len(x) + 1`` coordinates: 004's Huber ``(b, s)``) to ``out``.
+
+    Only this observation's gradient is released: ``out`` may already hold
+    the other gradients of a mini-batch.
+    """
+
+
 def _add_released_additive(noise, gen, w, x, out):
     for j in range(x.shape[0]):
         out[j] += w * x[j]
+    add_noise(noise, gen, out)
+
+
+def _add_released_joint_additive(noise, gen, w, x, last, out):
+    for j in range(x.shape[0]):
+        out[j] += w * x[j]
+    out[x.shape[0]] += last
     add_noise(noise, gen, out)
 
 
@@ -515,8 +531,14 @@ def _released_scalar_additive(noise, gen, value, center, half):
     return value + draw_noise(noise, gen)
 
 
-def _register_additive(record_cls):
+def register_additive_vector(record_cls):
+    """Register an additive record (``add_noise``) for the vector gradients' releases: the gradient plus its noise."""
     add_released.register(record_cls)(_add_released_additive)
+    add_released_joint.register(record_cls)(_add_released_joint_additive)
+
+
+def _register_additive(record_cls):
+    register_additive_vector(record_cls)
     released_scalar.register(record_cls)(_released_scalar_additive)
 
 
@@ -531,6 +553,19 @@ def _add_released_bounded(noise, gen, w, x, out):
         t[j] = w * x[j] / bounds[j]
     release(noise.mechanism, gen, t)
     for j in range(x.shape[0]):
+        out[j] += bounds[j] * t[j]
+
+
+@add_released_joint.register(BoundedNoise)
+def _add_released_joint_bounded(noise, gen, w, x, last, out):
+    # t is the release's own scratch: a mini-batch's other gradients in out stay out of it
+    t, bounds = noise.t, noise.bounds
+    n = x.shape[0]
+    for j in range(n):
+        t[j] = w * x[j] / bounds[j]
+    t[n] = last / bounds[n]
+    release(noise.mechanism, gen, t)
+    for j in range(n + 1):
         out[j] += bounds[j] * t[j]
 
 

@@ -31,6 +31,14 @@ the data; the noise scale is then ``numerator / b_i`` with the user's draw
 Theorem 1) the run as a whole is private at the weakest budget drawn, at
 most the law's upper end. The analytic Gaussian calibration is a root search
 and has no per-user form.
+
+**Releases of a clipped gradient.** A gradient clipped to the l2 ball of
+radius ``clip`` (the ``*_clip`` models) may instead be released whole by a
+pure epsilon-LDP mechanism of :mod:`.ldp` (``LDP_MECHANISMS``, budget key
+``epsilon``, one release per user; :func:`ball_mechanism`): ``t = g / clip``
+lies in ``[-1, 1]^p``, the release is unbiased for ``t``, and ``clip`` times
+it replaces ``g``. ``duchi_l2`` releases ``t`` on the unit ball itself
+(:class:`~.ldp.DuchiL2` with ``ball=True``). These have no per-user form.
 """
 
 from __future__ import annotations
@@ -40,17 +48,22 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
+import numpy as np
+
 from ..engine.config import ConfigError, show
 from ..engine.rng import uniform
 from .gdp import GaussianGDP, gdp_delta
+from .ldp import LDP_MECHANISMS, BoundedMechanism, DuchiL2, make_ldp_mechanism
 from .mechanisms import Gaussian, GaussianNoise, Laplace, LaplaceNoise, NoNoise, _fmt, add_noise, classical_gaussian_sigma
+from .mechanisms import noise_record, register_additive_vector
 from .mechanisms import gaussian as _gaussian_draw
 from .mechanisms import laplace as _laplace_draw
 
 #: Mechanisms of the online models, the default first.
 ONLINE_MECHANISMS = ("gdp", "laplace", "gaussian", "gaussian_classical")
-#: Which budget key each mechanism reads.
-BUDGET_KEY = {"gdp": "mu", "laplace": "epsilon", "gaussian": "epsilon", "gaussian_classical": "epsilon"}
+#: Which budget key each mechanism reads (the releases of :mod:`.ldp` read ``epsilon``).
+BUDGET_KEY = {"gdp": "mu", "laplace": "epsilon", "gaussian": "epsilon", "gaussian_classical": "epsilon",
+              **{name: "epsilon" for name in LDP_MECHANISMS}}
 #: Mechanisms whose budget may be drawn per user.
 PER_USER_MECHANISMS = ("gdp", "laplace", "gaussian_classical")
 
@@ -193,6 +206,10 @@ def _add_uniform_budget_gaussian(noise, gen, out):
     sigma = noise.numerator / (noise.low + noise.width * uniform(gen))
     for j in range(out.shape[0]):
         out[j] += _gaussian_draw(gen, sigma)
+
+
+for _cls in (UniformBudgetLaplaceNoise, UniformBudgetGaussianNoise):  # the models' calls: add_released(_joint)
+    register_additive_vector(_cls)
 
 
 # --- Python side ------------------------------------------------------------------------
@@ -403,10 +420,50 @@ def online_mechanism(name: str, dim: int, sensitivity: float, budget, delta: flo
     return _constant(name, budget, int(dim), sensitivity, delta)
 
 
-def online_noise_record(mechanism):
-    """The kernel record of a mechanism from :func:`online_mechanism` (``None``: no noise)."""
+def ball_mechanism(name: str, dim: int, radius: float, epsilon: float):
+    """A release of :mod:`.ldp` for a gradient in the l2 ball of radius ``radius`` (``dim`` coordinates).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`~.ldp.LDP_MECHANISMS`.
+    dim : int
+        ``p``, the number of gradient coordinates.
+    radius : float
+        The clip: ``||g||_2 <= radius``, hence ``|g_j| <= radius``.
+    epsilon : float
+        The user's budget (pure epsilon-LDP, one release); ``inf`` for no privacy (returns ``None``).
+
+    Returns
+    -------
+    BoundedMechanism or None
+        On the box ``|g_j| <= radius`` (``bounds = (radius, .., radius)``),
+        which holds the ball; ``duchi_l2`` on the ball itself.
+    """
+    if name not in LDP_MECHANISMS:
+        raise ValueError(f"mechanism = {name!r} is not one of: {', '.join(LDP_MECHANISMS)}")
+    if isinstance(epsilon, BudgetLaw):
+        raise ValueError(f"mechanism {name!r} has no per-user budgets; allowed: {', '.join(PER_USER_MECHANISMS)}")
+    if not (radius > 0 and math.isfinite(radius)):
+        raise ValueError(f"radius must be finite and > 0, got {radius}")
+    epsilon = float(epsilon)
+    if math.isinf(epsilon):
+        return None
+    bounds = np.full(int(dim), float(radius))
+    if name == "duchi_l2":
+        return DuchiL2(epsilon, bounds, ball=True)
+    return make_ldp_mechanism(name, epsilon, bounds)
+
+
+def online_noise_record(mechanism, lanes: int = 1):
+    """The kernel record of a mechanism from :func:`online_mechanism` or :func:`ball_mechanism` (``None``: no noise).
+
+    ``lanes``: the scratch of a release (per lane); an additive record has none.
+    """
     if mechanism is None:
         return NoNoise()
+    if isinstance(mechanism, BoundedMechanism):
+        return noise_record(mechanism, lanes)
     if isinstance(mechanism, PerUserBudget):
         return mechanism.record()
     if isinstance(mechanism, Laplace):
@@ -416,4 +473,5 @@ def online_noise_record(mechanism):
 
 __all__ = ["BUDGET_KEY", "BudgetLaw", "ClassicalGaussian", "GDPGuarantee", "L2Gaussian", "L2Laplace",
            "ONLINE_MECHANISMS", "PER_USER_MECHANISMS", "PerUserBudget", "UniformBudgetGaussianNoise",
-           "UniformBudgetLaplaceNoise", "budget_law", "online_mechanism", "online_noise_record", "parse_budget"]
+           "UniformBudgetLaplaceNoise", "ball_mechanism", "budget_law", "online_mechanism", "online_noise_record",
+           "parse_budget"]
