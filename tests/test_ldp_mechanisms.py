@@ -57,7 +57,7 @@ def _gen(*key) -> np.random.Generator:
 
 @numba.njit(cache=True, error_model="numpy")
 def _draws(record, stream, t, n):
-    # n releases of t (d,) through ldp.release on the record, one per row (audit.py's _additive_counts pattern)
+    # n releases of t (d,) through ldp.release on the record, one per row (audit.py's _vector_counts pattern)
     gen = local_rng(stream)
     d = t.shape[0]
     out = np.empty((n, d))

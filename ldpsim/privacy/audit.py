@@ -45,10 +45,12 @@ import math
 import time
 import zlib
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from scipy import stats
 
+from ..engine.dispatch import by_record
 from ..engine.jit import jit
 from ..engine.rng import kernel_rng, local_rng, release_rng, replication_generator
 from .ldp import release
@@ -142,15 +144,42 @@ def _rr_counts(stream, bit, flip_prob, n, counts):
     counts[1] += ones
 
 
+class _Added(NamedTuple):
+    """An additive mechanism's noise record: the output is the input plus its noise (:func:`~.mechanisms.add_noise`)."""
+
+    noise: tuple
+
+
+class _Released(NamedTuple):
+    """A release record of :mod:`.ldp`: the output is the release of the input (:func:`~.ldp.release`)."""
+
+    record: tuple
+
+
+@by_record
+def _output(mech, gen, work):
+    """Overwrite ``work`` (the input) with one output of the mechanism, the kernels' own call."""
+
+
+@_output.register(_Added)
+def _output_added(mech, gen, work):
+    add_noise(mech.noise, gen, work)
+
+
+@_output.register(_Released)
+def _output_released(mech, gen, work):
+    release(mech.record, gen, work)
+
+
 @jit
-def _additive_counts(noise, stream, center, origin, shift, kind, grid, n, work, counts):
-    # n outputs center + noise through add_noise (the vector models' draw), binned by their statistic
+def _vector_counts(mech, stream, center, origin, shift, kind, grid, n, work, counts):
+    # n outputs at center (the vector models' draw, or a release of a scaled gradient), binned by their statistic
     gen = local_rng(stream)
     d = work.shape[0]
     for _ in range(n):
         for j in range(d):
             work[j] = center[j]
-        add_noise(noise, gen, work)
+        _output(mech, gen, work)
         s = 0.0
         for j in range(d):
             s += _term(kind, work[j], origin[j], shift[j])
@@ -177,22 +206,6 @@ def _step_counts(stream, sigma1, center, origin, shift, grid, n, work, counts):
         s = 0.0
         for j in range(d):
             work[j] = center[j] + gaussian_or_zero(gen, sigma1)
-            s += _term(LINEAR, work[j], origin[j], shift[j])
-        counts[_bin(grid, s)] += 1
-    release_rng(stream, gen)
-
-
-@jit
-def _release_counts(record, stream, center, origin, shift, grid, n, work, counts):
-    # n releases of center (a scaled gradient in [-1, 1]^d) through ldp.release, the kernels' own call
-    gen = local_rng(stream)
-    d = work.shape[0]
-    for _ in range(n):
-        for j in range(d):
-            work[j] = center[j]
-        release(record, gen, work)
-        s = 0.0
-        for j in range(d):
             s += _term(LINEAR, work[j], origin[j], shift[j])
         counts[_bin(grid, s)] += 1
     release_rng(stream, gen)
@@ -225,10 +238,10 @@ def _rr_counts_twin(gen, bit, flip_prob, n, counts):
     counts[1] += ones
 
 
-def _additive_counts_twin(noise, gen, center, origin, shift, kind, grid, n, work, counts):
+def _vector_counts_twin(mech, gen, center, origin, shift, kind, grid, n, work, counts):
     for _ in range(n):
         work[:] = center
-        add_noise(noise, gen, work)
+        _output(mech, gen, work)
         s = 0.0
         for j in range(work.shape[0]):
             s += _term.py_func(kind, work[j], origin[j], shift[j])
@@ -239,16 +252,6 @@ def _scalar_counts_twin(noise, gen, center, origin, shift, kind, grid, n, counts
     for _ in range(n):
         y = center + draw_noise(noise, gen)
         counts[_bin.py_func(grid, _term.py_func(kind, y, origin, shift))] += 1
-
-
-def _release_counts_twin(record, gen, center, origin, shift, grid, n, work, counts):
-    for _ in range(n):
-        work[:] = center
-        release(record, gen, work)
-        s = 0.0
-        for j in range(work.shape[0]):
-            s += _term.py_func(LINEAR, work[j], origin[j], shift[j])
-        counts[_bin.py_func(grid, s)] += 1
 
 
 def _step_counts_twin(gen, sigma1, center, origin, shift, grid, n, work, counts):
@@ -343,9 +346,9 @@ class AdditiveProbe:
             _in_chunks(int(n), lambda size: kernel(self.record, stream, float(center[0]), float(x0[0]),
                                                    float(x1[0] - x0[0]), kind, grid, size, out))
         else:
-            kernel, work = (_additive_counts_twin if twin else _additive_counts), np.zeros_like(x0)
-            _in_chunks(int(n), lambda size: kernel(self.record, stream, center, x0, x1 - x0, kind, grid, size, work,
-                                                   out))
+            kernel, work = (_vector_counts_twin if twin else _vector_counts), np.zeros_like(x0)
+            _in_chunks(int(n), lambda size: kernel(_Added(self.record), stream, center, x0, x1 - x0, kind, grid, size,
+                                                   work, out))
         return out
 
 
@@ -419,9 +422,9 @@ class ReleaseProbe:
         """Binned statistics of ``n`` outputs at input ``which`` (see the comment above the probes)."""
         x0, x1 = self.inputs
         out = np.zeros(grid.shape[0] + 1, dtype=np.int64)
-        kernel, work = (_release_counts_twin if twin else _release_counts), np.zeros_like(x0)
-        _in_chunks(int(n), lambda size: kernel(self.record, stream, x1 if which else x0, x0, x1 - x0, grid, size,
-                                               work, out))
+        kernel, work = (_vector_counts_twin if twin else _vector_counts), np.zeros_like(x0)
+        _in_chunks(int(n), lambda size: kernel(_Released(self.record), stream, x1 if which else x0, x0, x1 - x0,
+                                               LINEAR, grid, size, work, out))
         return out
 
 
