@@ -30,6 +30,7 @@ from numba.extending import overload
 
 from ..engine.dispatch import by_record
 from ..engine.jit import JIT_OPTIONS
+from ..privacy.ldp import BoundedMechanism
 
 
 @by_record
@@ -279,8 +280,16 @@ class Model(ABC):
         raise NotImplementedError(f"model {self.name!r} defines no loss")
 
     def privacy_summary(self) -> dict:
-        """``guarantee``, ``sensitivity`` and ``noise_variance`` (per coordinate); ``None`` where not defined."""
+        """``guarantee``, ``sensitivity`` and ``noise_variance`` (per coordinate); ``None`` where not defined.
+
+        A release (:mod:`ldpsim.privacy.ldp`) has no sensitivity and a variance that depends on the
+        gradient: the largest of a coordinate's, in the gradient's units (``bounds_j^2`` times the
+        scaled release's), as the online models report it.
+        """
         mech = self.mechanism
+        if isinstance(mech, BoundedMechanism):
+            return {"guarantee": self.guarantee, "sensitivity": None,
+                    "noise_variance": float(np.max(mech.bounds) ** 2 * mech.variance)}
         return {"guarantee": self.guarantee, "sensitivity": getattr(mech, "sensitivity", None),
                 "noise_variance": 0.0 if mech is None else getattr(mech, "variance", None)}
 

@@ -251,8 +251,7 @@ class OnlineModel(Model):
         """
         mech = self.mechanism
         if isinstance(mech, BoundedMechanism):
-            return {"guarantee": self.guarantee, "sensitivity": None,
-                    "noise_variance": float(np.max(mech.bounds) ** 2 * mech.variance)}
+            return super().privacy_summary()
         return {"guarantee": self.guarantee, "sensitivity": self.sensitivity(),
                 "noise_variance": 0.0 if mech is None else float(mech.variance)}
 
