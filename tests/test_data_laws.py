@@ -193,3 +193,21 @@ def test_lanes_and_twin_agree_on_the_new_keys(model, extra):
             np.testing.assert_array_equal(four[key], one[key], err_msg=key)
             np.testing.assert_array_equal(twin[key], one[key], err_msg=key)
         assert len(np.unique(one["theta_bar"][:, 0])) == 6
+
+
+def test_a_users_mechanism_seeds_by_its_name_not_its_path(tmp_path):
+    # the canonical value of a user's mechanism holds its file's absolute path; a clone elsewhere (CI's) must draw
+    # the same numbers: the seed names the mechanism by its class's name (results/staircase reproduces anywhere)
+    import shutil
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[1] / "examples" / "staircase.py"
+    moved = tmp_path / "elsewhere" / "staircase.py"
+    moved.parent.mkdir()
+    shutil.copy(here, moved)
+
+    def seed(path):
+        return ldpsim.load_config(dict(model="mean", mechanism=f"{path}:Staircase", n=100, reps=2)).settings[0].seed_key
+
+    assert seed(here) == seed(moved)
+    assert seed(here) != ldpsim.load_config(dict(model="mean", mechanism="laplace", n=100, reps=2)).settings[0].seed_key

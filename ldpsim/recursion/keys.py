@@ -219,11 +219,18 @@ def path_seed_key(values: dict) -> int:
     their order, and settings that differ only in keys that do not touch
     the path (``beta``, ``B``, ``level``, ``multiplier``, a study's
     checkpoints) share their paths (common random numbers). A user's model
-    is named by its ``name``, not its file, so moving the file does not
-    change its numbers; ``streams`` names the model whose streams to draw.
+    or mechanism is named by its ``name``, not its file, so moving the file
+    (or the clone) does not change its numbers; ``streams`` names the model
+    whose streams to draw.
     """
     model = model_class(values["model"])
     identity = {"model": stream_name(values), **{k: values[k] for k in model.path_keys}}
+    mech = identity.get("mechanism")
+    if isinstance(mech, str) and usercode.looks_like_spec(mech):
+        # a user's mechanism by its name, as a user's model: its canonical value holds the file's absolute path,
+        # and a clone elsewhere (CI's) must draw the same numbers
+        cls = usercode.resolve(mech, Mechanism, "mechanism")
+        identity["mechanism"] = "user:" + (getattr(cls, "name", "") or cls.__name__)
     # keys added after runs were committed enter only away from the value those runs had: their seeds stay
     for key, before in {"batch_size": 1, **model.late_path_keys}.items():
         if values[key] != before:
