@@ -82,13 +82,9 @@ def _lanes_check(name, mechanism, lanes=4, count=6):
     assert len({float(g[0][-1, 0]) for g in got}) == count  # six different replications
 
 
-def test_lanes_give_each_replication_its_own_numbers():
-    _lanes_check("huber_clip", "duchi_l2")
-
-
-@pytest.mark.slow  # trajectory kernels compiled at 4 lanes for two more records
-@pytest.mark.parametrize("name, mechanism", CASES[1:], ids=IDS[1:])
-def test_lanes_give_each_replication_its_own_numbers_other_records(name, mechanism):
+@pytest.mark.slow  # trajectory kernels compiled at 4 lanes for each record (about a minute each, cold): CI's slow tier
+@pytest.mark.parametrize("name, mechanism", CASES, ids=IDS)
+def test_lanes_give_each_replication_its_own_numbers(name, mechanism):
     _lanes_check(name, mechanism)
 
 
