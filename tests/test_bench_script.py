@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).parents[1] / "scripts" / "bench.py"
 
 
+@pytest.mark.slow  # the benchmark's kernels, floors and a Table 1 slice compiled (28 s, cold): CI's slow tier
 def test_bench_runs_small_and_reports_every_number(tmp_path):
     out = tmp_path / "bench.json"
     proc = subprocess.run(

@@ -44,8 +44,12 @@ def _model(name: str, mechanism: str | None = None, epsilon: float = 2.0, dim: i
 # --- the kernel draws its twin's numbers; lanes draw what one lane draws -----------------------------
 
 
+#: The fast tier compiles the ball's record; the others' trajectory kernels (15 s each, cold) run in CI's slow tier.
+TWIN_CASES = [pytest.param(*case, id=i, marks=() if case == CASES[0] else pytest.mark.slow) for case, i in zip(CASES, IDS)]
+
+
 @pytest.mark.parametrize("batch_size", [1, 3])
-@pytest.mark.parametrize("name, mechanism", CASES, ids=IDS)
+@pytest.mark.parametrize("name, mechanism", TWIN_CASES)
 def test_kernel_equals_twin_draw_for_draw(name, mechanism, batch_size):
     model = _model(name, mechanism)
     assert isinstance(model.kernel_params().noise, BoundedNoise)
@@ -238,6 +242,7 @@ def test_refusals_outside_the_config():
         MODELS["huber_clip"](dim=2, mechanism="duchi", budget="uniform(1, 2)", clip=1.0)
 
 
+@pytest.mark.slow  # trajectory kernels and their figure for two records (55 s, cold): CI's slow tier
 def test_a_trajectory_run_through_the_api():
     # the config path end to end (the clip models run in the trajectory study only): tiny n, 3 replications
     result = ldpsim.run({"study": "trajectory", "model": "huber_clip", "mechanism": ["duchi_l2", "piecewise_d"],
