@@ -487,6 +487,7 @@ def test_a_tiny_budget_is_named_as_the_budget(tmp_path, capsys, value):
     assert "mu =" not in line
 
 
+@pytest.mark.slow  # a per-user-budget trajectory run and its figure (28 s of kernels, cold): CI's slow tier
 def test_drawing_a_run_whose_noise_overflows_prints_no_raw_warning(tmp_path, capsys):
     # a per-user budget from 1e-300: a noise variance of 1e300 on the figure's log axis (matplotlib warned)
     status, _, err = cli(capsys, "run", ROOT / "configs" / "shi_budgets.yaml", "--reps", "2", "--n", "2000",

@@ -288,6 +288,7 @@ def test_a_key_given_but_read_by_no_setting_is_refused(mapping, message):
         ldpsim.load_config({**mapping, "n": 1000, "reps": 2, "methods": ["SN"]})
 
 
+@pytest.mark.slow  # runs a grid over several models (42 s of kernels, cold): CI's slow tier
 def test_keys_read_by_some_settings_of_a_grid_and_infinite_budgets_are_accepted():
     # a grid over models blanks tau for linear: that is what a grid means
     ldpsim.load_config({"model": ["quantile", "linear"], "tau": 0.9, "n": 1000, "reps": 2, "methods": ["SN"]})

@@ -110,7 +110,8 @@ def _rows(result, methods):
 
 
 @pytest.mark.parametrize("methods", [
-    ["BB", "BM", "SN", "oracle", "HulC", "OB"],
+    # 72 s of compilation on a cold cache; "all" holds these methods too: both in the slow tier
+    pytest.param(["BB", "BM", "SN", "oracle", "HulC", "OB"], marks=pytest.mark.slow, id="methods0"),
     # every method: a kernel pass each, 204 s of compilation on a cold cache, so in the slow tier
     pytest.param(ALL, marks=pytest.mark.slow, id="all")])
 def test_zoo_methods_leave_the_main_path_and_the_classic_intervals_alone(tmp_path, methods):
