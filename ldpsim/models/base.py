@@ -213,6 +213,9 @@ class Model(ABC):
     #: setting at that value is seeded without the key (the committed numbers stay as they were), any
     #: other value enters its seed (:func:`ldpsim.recursion.keys.path_seed_key`).
     late_path_keys: dict = {}
+    #: Defaults of model keys whose config default is blank because models that read them differ (``dim``:
+    #: 5 for 004's models, 3 for the regression models), filled in by :meth:`fill_key_defaults`.
+    key_defaults: dict = {}
     #: The privacy mechanism (``None`` when epsilon is infinite).
     mechanism = None
     #: Whether :meth:`excess_risk` (the loss gap ``F(theta) - F(theta*)``) is defined.
@@ -229,11 +232,20 @@ class Model(ABC):
         model's first unless ``epsilon = inf`` (no mechanism), and ``delta``
         is read by the Gaussian mechanism only.
         """
-        values = dict(values)
+        values = cls.fill_key_defaults(values)
         if "mechanism" in cls.keys:
             values["mechanism"] = None if math.isinf(values["epsilon"]) else values["mechanism"] or cls.mechanisms[0]
         if values.get("mechanism") != "gaussian":
             values["delta"] = None
+        return values
+
+    @classmethod
+    def fill_key_defaults(cls, values: dict) -> dict:
+        """A copy of ``values`` with each blank key of :attr:`key_defaults` at the model's default."""
+        values = dict(values)
+        for key, default in cls.key_defaults.items():
+            if values.get(key) is None:
+                values[key] = default
         return values
 
     @abstractmethod

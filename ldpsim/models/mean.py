@@ -163,13 +163,8 @@ class MeanModel(Model):
     mechanisms = ("laplace", "gaussian") + LDP_MECHANISMS
     user_mechanisms = True  # a user's additive mechanism (ldpsim.extend.Mechanism) in place of these
     path_keys = ("n", "epsilon", "c", "gamma", "theta0", "mechanism", "delta")
-    late_path_keys = {"law": "uniform"}
-
-    @classmethod
-    def complete_values(cls, values: dict) -> dict:
-        values = super().complete_values(values)
-        values["law"] = values.get("law") or "uniform"
-        return values
+    key_defaults = {"law": "uniform"}
+    late_path_keys = key_defaults  # the law of every run before the key
 
     def __init__(self, epsilon: float, mechanism: str = "laplace", delta: float | None = None,
                  law: str | None = None):

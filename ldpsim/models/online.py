@@ -96,6 +96,7 @@ class OnlineModel(Model):
     """
 
     keys = ("dim", "mechanism", "delta", "mu", "budget")
+    key_defaults = {"dim": DEFAULT_DIM}
     #: Every online model's config may name these; only the clipped models take the releases of
     #: :mod:`ldpsim.privacy.ldp` (the others refuse them in :meth:`complete_values`, naming those that do).
     mechanisms = ONLINE_MECHANISMS + LDP_MECHANISMS
@@ -131,9 +132,7 @@ class OnlineModel(Model):
         ``budget`` given as a number is the constant budget (it becomes ``mu``
         or ``epsilon``); a law blanks them (each user draws their own).
         """
-        values = dict(values)
-        if values.get("dim") is None:
-            values["dim"] = DEFAULT_DIM
+        values = cls.fill_key_defaults(values)
         mech = values.get("mechanism") or cls.mechanisms[0]
         if mech in LDP_MECHANISMS and not cls.clipped:
             raise ConfigError(ldp_refusal(mech, cls.name))

@@ -56,19 +56,13 @@ class RegressionModel(Model):
     keys = ("covariates", "mechanism", "delta", "dim")
     mechanisms = ("laplace", "gaussian") + LDP_MECHANISMS
     user_mechanisms = True  # a user's additive mechanism (ldpsim.extend.Mechanism) in place of these
-    late_path_keys = {"dim": DEFAULT_DIM}
+    key_defaults = {"dim": DEFAULT_DIM}
+    late_path_keys = key_defaults  # 000's three covariates: every run before the key
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # every model key shapes the data or the noise (dim only away from its default: late_path_keys)
         cls.path_keys = Model.path_keys + tuple(k for k in cls.keys if k not in cls.late_path_keys)
-
-    @classmethod
-    def complete_values(cls, values: dict) -> dict:
-        values = super().complete_values(values)
-        if values.get("dim") is None:
-            values["dim"] = DEFAULT_DIM
-        return values
 
     @classmethod
     def dimension(cls, setting) -> int:
