@@ -521,10 +521,8 @@ def _add_released_additive(noise, gen, w, x, out):
 
 
 def _add_released_joint_additive(noise, gen, w, x, last, out):
-    for j in range(x.shape[0]):
-        out[j] += w * x[j]
-    out[x.shape[0]] += last
-    add_noise(noise, gen, out)
+    out[x.shape[0]] += last  # (its own coordinate: the same sums as adding it after w x)
+    add_released(noise, gen, w, x, out)
 
 
 def _released_scalar_additive(noise, gen, value, center, half):
