@@ -154,12 +154,15 @@ def test_every_key_can_be_set():
            "higrad_step_ratio": 1.5, "obm_constant": 2.0}
     user = {"streams": "quantile", "truth_check": "false"}  # keys of users' models (tests/test_extend.py)
     mean = {"model": "mean", "law": "beta(2,5)"}
-    assert set(values) | set(linear) | set(online) | set(zoo) | set(user) | set(mean) == set(ALL_KEYS)
+    looks = {"looks": "true", "first_look": 300}
+    assert set(values) | set(linear) | set(online) | set(zoo) | set(user) | set(mean) | set(looks) == set(ALL_KEYS)
     s = cfg.resolve({**dict(parse_assignment(f"{k}={v}") for k, v in mean.items()), "n": "2e4"}).settings[0]
     assert (s.model, s.law, s.dim) == ("mean", "beta(2, 5)", None)
     zoo_config = cfg.resolve({**dict(parse_assignment(f"{k}={v}") for k, v in zoo.items()), "n": "2e4",
                               "methods": ["HulC", "HiGrad", "OB", "OBM"]})
     assert {k: zoo_config.options[k] for k in zoo} == zoo
+    looks_config = cfg.resolve({**dict(parse_assignment(f"{k}={v}") for k, v in looks.items()), "n": "2e4"})
+    assert (looks_config.options["looks"], looks_config.options["first_look"]) == (20, 300)
     mapping = dict(parse_assignment(f"{k}={v}") for k, v in values.items())
     config = cfg.resolve(mapping)
     s = config.settings[0]

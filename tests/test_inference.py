@@ -122,12 +122,12 @@ def test_interval_methods_cover_an_ar1_mean(rng):
     paths = _ar1(rng, reps, n, rho)
     layout = StreamLayout.build(n, 0.5, 0.3)  # 141 blocks, 31 batches
     sigma = np.array([[1.0 / (1.0 - rho) ** 2]])
-    covered = {m: 0 for m in inference.METHODS}
+    covered = {m: 0 for m in inference.POINTWISE_METHODS}
     for path in paths:
         state = state_from_definitions(path, layout)
-        bounds = inference.intervals(inference.METHODS, state, layout, rng, n_boot=300, law="uniform", level=level,
+        bounds = inference.intervals(inference.POINTWISE_METHODS, state, layout, rng, n_boot=300, law="uniform", level=level,
                                      sigma=sigma)
-        for m, (lo, hi) in zip(inference.METHODS, bounds[:, 0]):
+        for m, (lo, hi) in zip(inference.POINTWISE_METHODS, bounds[:, 0]):
             covered[m] += bool(lo <= 0.0 <= hi)
     se = math.sqrt(level * (1 - level) / reps)
     for m, count in covered.items():

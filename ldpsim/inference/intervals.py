@@ -1,8 +1,8 @@
-"""Confidence intervals from a path's streamed state: BB, BM, SN and the oracle.
+"""Confidence intervals from a path's streamed state: BB, BM, SN, the oracle and asymptotic confidence sequences.
 
 One function per method, each returning ``(lower, upper)`` arrays of shape
-``(d,)``. They run once per replication after the kernel; their cost is
-``O(B m d)`` at most, negligible next to the ``O(n)`` path.
+``(d,)``. They run once per replication (and per look, :mod:`ldpsim.studies.coverage.looks`)
+after the kernel; their cost is ``O(B m d)`` at most, negligible next to the ``O(n)`` path.
 """
 
 from __future__ import annotations
@@ -16,9 +16,14 @@ from scipy import stats
 from .critical_values import random_scaling_critical_value
 from .streaming import PathState, StreamLayout
 
-#: Method names, in table order. ``BBjoint`` is the simultaneous block-bootstrap
-#: interval for all coordinates (max statistic); it shares BB's draws.
-METHODS = ("BB", "BBjoint", "BM", "SN", "oracle")
+#: Pointwise methods, in table order: a ``level`` interval at the end of the path. ``BBjoint`` is the
+#: simultaneous block-bootstrap interval for all coordinates (max statistic); it shares BB's draws.
+POINTWISE_METHODS = ("BB", "BBjoint", "BM", "SN", "oracle")
+#: Asymptotic confidence sequences (:func:`asymptotic_cs`): ``level`` at every step at once, asymptotically;
+#: ``AsympCS`` estimates the variance by batch means, ``AsympCS_oracle`` knows it.
+CS_METHODS = ("AsympCS", "AsympCS_oracle")
+#: Method names, in table order.
+METHODS = POINTWISE_METHODS + CS_METHODS
 #: Methods that need the block sums (and the bootstrap draws).
 BLOCK_METHODS = ("BB", "BBjoint")
 
@@ -26,6 +31,11 @@ BLOCK_METHODS = ("BB", "BBjoint")
 def uses_blocks(methods) -> bool:
     """Whether any of ``methods`` is a block-bootstrap method."""
     return any(m in BLOCK_METHODS for m in methods)
+
+
+def uses_batches(methods) -> bool:
+    """Whether any of ``methods`` reads the batch-means batches (BM, and AsympCS's variance)."""
+    return "BM" in methods or "AsympCS" in methods
 
 
 #: Methods run when a config does not say.
@@ -182,12 +192,51 @@ def oracle(state: PathState, layout: StreamLayout, *, sigma: np.ndarray, level: 
     return state.theta_bar - half, state.theta_bar + half
 
 
+def mixture_rho2(t_opt: float, level: float) -> float:
+    """``rho^2`` of the normal mixture whose boundary is (nearly) narrowest at ``t_opt``.
+
+    Waudby-Smith et al. (2024), Section 2.2: ``rho^2 = (-2 log alpha + log(1 - 2 log alpha)) / t_opt``,
+    ``alpha = 1 - level``.
+    """
+    la = -2.0 * math.log(1.0 - level)
+    return (la + math.log1p(la)) / t_opt
+
+
+def mixture_margin(t, rho2: float, level: float):
+    """Unit-variance half-width of Robbins' two-sided normal-mixture boundary, on the scale of a mean.
+
+    ``sqrt(2 (t rho^2 + 1) / (t^2 rho^2) log(sqrt(t rho^2 + 1) / alpha))``, ``alpha = 1 - level``
+    (Waudby-Smith, Arbour, Sinha, Kennedy & Ramdas 2024, Theorem 2.2): for i.i.d. unit-variance
+    Gaussian means it is crossed at some ``t >= 1`` with probability at most ``alpha`` (Ville's
+    inequality on the mixture martingale, symmetric in the sign, so two-sided at ``alpha``).
+    """
+    tr = t * rho2 + 1.0
+    return np.sqrt(2.0 * tr / (t * t * rho2) * np.log(np.sqrt(tr) / (1.0 - level)))
+
+
+def asymptotic_cs(state: PathState, layout: StreamLayout, *, level: float, t_opt: float, variance=None):
+    """The asymptotic confidence sequence of the averaged iterate at step ``layout.n``.
+
+    ``theta_bar_t +- sqrt(Sigma_hat_t) mixture_margin(t, rho^2, level)``, ``rho^2`` tuned to be narrowest
+    at ``t_opt`` (:func:`mixture_rho2`); ``Sigma_hat_t`` the batch-means estimate at ``t`` (``AsympCS``)
+    or the true diagonal (``variance``, ``AsympCS_oracle``). Its guarantee (docs/sequential.md):
+    the averaged iterate's partial sums are a martingale plus terms negligible at the ``sqrt(t log t)``
+    scale, and ``Sigma_hat_t`` consistent; the same function of ``t`` serves every look of a path.
+    """
+    if variance is None:
+        variance = batch_means_variance(state, layout)
+    half = np.sqrt(variance) * mixture_margin(float(layout.n), mixture_rho2(t_opt, level), level)
+    return state.theta_bar - half, state.theta_bar + half
+
+
 def intervals(methods, state: PathState, layout: StreamLayout, gen: np.random.Generator, *,
-              n_boot: int, law: str, level: float, sigma: np.ndarray) -> np.ndarray:
+              n_boot: int, law: str, level: float, sigma: np.ndarray, t_opt: float | None = None) -> np.ndarray:
     """All intervals of one replication, in the order of ``methods``.
 
     The bootstrap multipliers are drawn once, after the path and from its
     generator, and serve every coordinate and both ``BB`` and ``BBjoint``.
+    ``t_opt``: where the confidence sequences are narrowest (default the path's end, ``layout.n``;
+    at a look before the end, the run's ``n``).
 
     Returns
     -------
@@ -209,6 +258,9 @@ def intervals(methods, state: PathState, layout: StreamLayout, gen: np.random.Ge
             lo, hi = random_scaling(state, layout, level=level)
         elif method == "oracle":
             lo, hi = oracle(state, layout, sigma=sigma, level=level)
+        elif method in CS_METHODS:
+            lo, hi = asymptotic_cs(state, layout, level=level, t_opt=layout.n if t_opt is None else t_opt,
+                                   variance=np.diag(sigma) if method == "AsympCS_oracle" else None)
         else:
             raise ValueError(f"method = {method!r} is not one of {', '.join(METHODS)}")
         out[j, :, 0], out[j, :, 1] = lo, hi

@@ -27,7 +27,7 @@ from ...engine.resources import FLOAT
 from ...engine.rng import as_generator
 from ...inference import intervals
 from ...inference.intervals import (DEFAULT_METHODS, METHODS, MIN_BOOTSTRAP_DRAWS, MULTIPLIERS, min_bootstrap_draws,
-                                    uses_blocks)
+                                    uses_batches, uses_blocks)
 from ...inference.streaming import StreamLayout, floor_power
 from ...inference.zoo import ZOO_METHODS
 from ...models import build_model, model_class
@@ -39,6 +39,8 @@ from ...recursion.twins import path_twin
 from ...reporting.csvio import write_csv  # noqa: F401  (re-exported for scripts)
 from ..base import Study, pilot_n, stack
 from .figures import write_coverage_figure
+from .looks import (LOOK_KEY_NAMES, LOOK_KEYS, LOOKS_COLUMNS, UNIFORM_COLUMNS, look_grid, look_memory,
+                    look_replication, look_tables, render_uniform, validate_looks, write_look_outputs)
 from .summary import key_columns, summarize
 from .tables import render_latex, render_markdown
 from .zoo import (ZOO_KEYS, Stopwatch, classic_methods, idle_zoo_keys, replication_index, state_floats, validate_zoo,
@@ -67,6 +69,11 @@ METHODS_KEY = Key("methods", "choices", DEFAULT_METHODS, grid=False, choices=MET
                   help="interval methods (the zoo's: docs/zoo.md)")
 
 
+def _batch_user(methods) -> str:
+    """The first of ``methods`` that reads the batch-means batches (for messages)."""
+    return next(m for m in methods if m in ("BM", "AsympCS"))
+
+
 def resolved(bounds: np.ndarray) -> bool:
     """Whether every interval in ``bounds`` (``(..., 2)``) is longer than :data:`RESOLVED_ULPS` of its ends."""
     lo, hi = bounds[..., 0], bounds[..., 1]
@@ -91,7 +98,7 @@ class _Job(NamedTuple):
 def stream_layout(setting, methods) -> StreamLayout:
     """Where the blocks and batches of ``setting``'s paths end, for ``methods``."""
     return StreamLayout.build(setting.n, setting.beta, setting.gamma, blocks=uses_blocks(methods),
-                              batches="BM" in methods)
+                              batches=uses_batches(methods))
 
 
 class CoverageStudy(Study):
@@ -99,8 +106,8 @@ class CoverageStudy(Study):
 
     name = "coverage"
     title = "coverage and length of confidence intervals for theta* (000, Tables 1-2)"
-    keys = PATH_KEYS + INFERENCE_KEYS + (N_KEY, METHODS_KEY) + ZOO_KEYS
-    tables = ("summary", "zoo")
+    keys = PATH_KEYS + INFERENCE_KEYS + (N_KEY, METHODS_KEY) + ZOO_KEYS + LOOK_KEYS
+    tables = ("summary", "zoo", "looks", "uniform")
     warning_kinds = {
         **GAMMA_WARNING_KINDS,
         "beta": ("beta <= gamma", "Theorem 3.2 (block bootstrap) needs gamma < beta"),
@@ -115,13 +122,15 @@ class CoverageStudy(Study):
         "bias": "number", "sd": "number", "se_ratio": "number"},
         "zoo": {"method": "text", "n": "positive", "reps": "count", "n_failed": "count", "coverage": "number",
                 "coverage_se": "number", "length_ratio": "number", "length_ratio_se": "number",
-                "privacy_cost": "number", "state_floats": "count", "seconds_per_rep": "number"}}
+                "privacy_cost": "number", "state_floats": "count", "seconds_per_rep": "number"},
+        "looks": LOOKS_COLUMNS, "uniform": UNIFORM_COLUMNS}
 
     def required_tables(self, config):
         methods = config.get("methods")
         zoo = isinstance(methods, list) and any(isinstance(m, str) and m in ZOO_METHODS for m in methods)
         # zoo.md and zoo.png are drawn from zoo.csv: without it they would be left as they are, stale
-        return {"summary": "a coverage run", **({"zoo": "a run with the zoo's methods"} if zoo else {})}
+        looks = {"looks": "a run with looks", "uniform": "a run with looks"} if config.get("looks") else {}
+        return {"summary": "a coverage run", **({"zoo": "a run with the zoo's methods"} if zoo else {}), **looks}
 
     # --- configuration
 
@@ -130,6 +139,14 @@ class CoverageStudy(Study):
 
     def run_meta(self, config):
         return user_models.run_meta(config.settings, build_model)
+
+    def chunk_identity(self, config):
+        # without looks a chunk holds what it held before the looks existed: its identity too
+        out = super().chunk_identity(config)
+        if not config.options["looks"]:
+            for name in LOOK_KEY_NAMES:
+                out.pop(name, None)
+        return out
 
     def make_setting(self, values):
         values = path_values(values)
@@ -152,8 +169,10 @@ class CoverageStudy(Study):
                               f"{min_bootstrap_draws(s.level)}")
         check_run_memory(self, [s], options, 1)  # before the layout, which is as large as the blocks
         validate_zoo(s, options)
-        if "BM" in methods and s.gamma >= 1.0:
-            raise ConfigError(f"gamma = {s.gamma} leaves no batch-means batches; BM needs gamma < 1")
+        validate_looks(s, options)
+        if uses_batches(methods) and s.gamma >= 1.0:
+            raise ConfigError(f"gamma = {s.gamma} leaves no batch-means batches; {_batch_user(methods)} needs "
+                              "gamma < 1")
         # the layout's batch ends are a Python loop over M + 1 ~ n^((1 - gamma) / 2) batches: build only
         # what is cheap (a config of n = 2^53, gamma = 0.01 has 7e7; `check` must not take minutes)
         block_len = floor_power(s.n, s.beta)
@@ -162,11 +181,11 @@ class CoverageStudy(Study):
                 f"n = {s.n} is too small for two bootstrap blocks with beta = {s.beta} "
                 f"(block length {block_len}); raise n or lower beta"
             )
-        if "BM" in methods and floor_power(s.n, (1.0 - s.gamma) / 2.0) < MANY_BATCHES:
+        if uses_batches(methods) and floor_power(s.n, (1.0 - s.gamma) / 2.0) < MANY_BATCHES:
             # with that many batches n is so large that the first holds ~sqrt(n) steps and they grow
             if not StreamLayout.build(s.n, s.beta, s.gamma, blocks=False).enough_batches:
-                raise ConfigError(f"n = {s.n} is too small for two batch-means batches with gamma = {s.gamma}; "
-                                  "raise n")
+                raise ConfigError(f"n = {s.n} is too small for two batch-means batches with gamma = {s.gamma} "
+                                  f"({_batch_user(methods)}); raise n")
 
     def warnings(self, s, options):
         out = gamma_warnings(s) + [("idle_zoo_key", text) for text in idle_zoo_keys(options)]
@@ -188,10 +207,11 @@ class CoverageStudy(Study):
             out.append((FLOAT * s.B * (m * (d + 1) + 4 * d),
                         f"B x m x (d + 1) = {show(s.B)} x {m} x {d + 1} bootstrap numbers "
                         f"(B = {show(s.B)}, n = {s.n}, beta = {s.beta})"))
-        if "BM" in methods:
+        if uses_batches(methods):
             batches = floor_power(s.n, (1.0 - s.gamma) / 2.0) + 1
             out.append((FLOAT * batches * d, f"{batches} batch sums of d = {d} coordinates (n = {s.n}, "
                                              f"gamma = {s.gamma})"))
+        out += look_memory(s, options)
         # the zoo's state (OB: 2 B d + B + 2 d floats), for every lane of a kernel call of the default width
         lanes = vector_width()
         for m in zoo_methods(methods):
@@ -207,6 +227,8 @@ class CoverageStudy(Study):
         shapes = {"theta_bar": (d,), "bounds": (len(methods), d, 2), "ok": ()}
         if zoo_methods(methods):  # each method's own validity, point estimate and measured seconds
             shapes.update(method_ok=(len(methods),), estimate=(len(methods), d), seconds=(len(methods),))
+        if options["looks"]:  # each method's interval at each look
+            shapes["look_bounds"] = (len(look_grid(s, options)), len(methods), 2)
         return shapes
 
     # --- computing
@@ -222,6 +244,13 @@ class CoverageStudy(Study):
 
     def warm_up(self, config, lanes=None):
         # the kernels are specialised on one observation a step or several, and on the lanes
+        if config.options["looks"]:  # the looks run the trace kernel: compile it on a short path
+            from .trace import TraceLayout, run_trace
+
+            for setting, model in self.distinct_kernels(config, build_model):
+                run_trace(model, as_generator(0), setting.c, setting.gamma, setting.theta0,
+                          TraceLayout.build([32, 64], 0.5, setting.gamma))
+            return
         for setting, model in self.distinct_kernels(config, build_model, lambda s: s.batch_size == 1):
             small = setting.replace(n=64, beta=0.5)
             run_paths_lanes(model, [as_generator(0)], small.n, small.c, small.gamma, small.theta0,
@@ -291,6 +320,8 @@ class CoverageStudy(Study):
         main path (:meth:`_zoo_passes`); the lanes group that holds replication
         0 of a setting is timed too (:meth:`_time_methods`).
         """
+        if job.options.get("looks"):  # each replication's path with every look's state: the trace kernel
+            return [look_replication(job, gen) for gen in gens]
         s = job.settings[0]  # the path's keys are the group's
         zoo_states = [None] * len(gens)
         if job.twin:
@@ -425,6 +456,8 @@ class CoverageStudy(Study):
         tables = {"summary": summarize(config, chunks)}
         if zoo_methods(config.methods):
             tables["zoo"] = zoo_rows(config, chunks)
+        if config.options["looks"]:
+            tables.update(look_tables(config, chunks))
         return tables
 
     def write_outputs(self, out, tables, meta):
@@ -434,10 +467,14 @@ class CoverageStudy(Study):
         (out / "table.tex").write_text(render_latex(rows))
         level = meta.get("config", {}).get("level") if isinstance(meta.get("config"), dict) else None
         return (["table.md", "table.tex"] + write_coverage_figure(out, rows, self.table_title(meta) or "", level)
-                + write_sweep_maps(out, rows) + write_zoo_outputs(out, tables.get("zoo"), self.table_title(meta), level))
+                + write_sweep_maps(out, rows) + write_zoo_outputs(out, tables.get("zoo"), self.table_title(meta), level)
+                + write_look_outputs(out, tables, self.table_title(meta), level))
 
     def render(self, tables, meta):
-        return render_markdown(tables["summary"], self.table_title(meta), user_models.truth_notes(meta))
+        text = render_markdown(tables["summary"], self.table_title(meta), user_models.truth_notes(meta))
+        if tables.get("uniform"):
+            text += "\n" + render_uniform(tables["uniform"])
+        return text
 
 
 def _copy_generator(gen: np.random.Generator) -> np.random.Generator:

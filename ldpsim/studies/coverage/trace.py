@@ -62,6 +62,7 @@ from ...engine.rng import kernel_rng, local_rng, release_rng, replication_genera
 from ...reporting.figures import figure_class as _figure_class
 from ...reporting.meta import git_commit, machine, versions
 from .study import CoverageStudy, resolved
+from .looks import LOOK_KEY_NAMES
 from .zoo import ZOO_KEY_NAMES
 
 #: Keys only ``trace`` takes, with their defaults.
@@ -72,10 +73,11 @@ CHECKPOINTS_KEY = cfg.Key("checkpoints", "int", 200, grid=False, range=cfg.Range
 K_MIN_KEY = cfg.Key("k_min", "int", 10, grid=False, range=cfg.Range("[2, inf)"), help="first checkpoint")
 #: Methods of the figure unless the config says otherwise.
 TRACE_METHODS = ("BB", "BM", "SN")
-#: Keys a trace config may hold: the coverage study's keys but ``reps`` (one path) and the zoo's (whose methods a
-#: trace does not draw), plus ``study`` (``coverage``, the only one) and the trace keys.
-TRACE_KEYS = tuple(k.name for k in CoverageStudy.keys if k.name not in ZOO_KEY_NAMES) + ("seed", "study") + tuple(
-    TRACE_DEFAULTS)
+#: Keys a trace config may hold: the coverage study's keys but ``reps`` (one path), the zoo's (whose methods a
+#: trace does not draw) and the looks (a trace is one path's looks), plus ``study`` (``coverage``, the only one)
+#: and the trace keys.
+TRACE_KEYS = tuple(k.name for k in CoverageStudy.keys if k.name not in ZOO_KEY_NAMES + LOOK_KEY_NAMES) + (
+    "seed", "study") + tuple(TRACE_DEFAULTS)
 
 
 def check_trace_keys(mapping: dict, where: str, context: dict | None = None) -> None:
@@ -186,7 +188,7 @@ def trace_memory(setting, methods, count: int, k_min: int) -> list[tuple[float, 
     the layout, whose size it bounds.
     """
     grid = checkpoint_grid(setting.n, count, k_min)
-    blocks, batches = inference.uses_blocks(methods), "BM" in methods
+    blocks, batches = inference.uses_blocks(methods), inference.uses_batches(methods)
     m = np.array([int(k) // floor_power(int(k), setting.beta) for k in grid]) if blocks else np.zeros(1, int)
     big_m = np.array([floor_power(int(k), (1.0 - setting.gamma) / 2.0) + 1 for k in grid]) if batches else np.zeros(1, int)
     entries = float(m.sum() + big_m.sum() + 1)
@@ -463,12 +465,12 @@ def trace_intervals(trace: Trace, setting, methods, gen: np.random.Generator, si
             continue
         # a checkpoint too short for two blocks (batches) has no BB (BM) interval
         short = set(inference.BLOCK_METHODS) if not layout.enough_blocks else set()
-        short |= {"BM"} if not layout.enough_batches else set()
+        short |= {"BM", "AsympCS"} if not layout.enough_batches else set()
         usable = [j for j, method in enumerate(methods) if method not in short]
         with np.errstate(all="ignore"):  # an overflowing interval is dropped below, not warned about
             bounds[q, usable] = inference.intervals(
                 [methods[j] for j in usable], state, layout, gen, n_boot=setting.B, law=setting.multiplier,
-                level=setting.level, sigma=sigma)[:, 0]
+                level=setting.level, sigma=sigma, t_opt=setting.n)[:, 0]
         for j in usable:  # as in `run`: an interval of rounding noise (theta0 = 1e20) is no interval
             if not (np.isfinite(bounds[q, j]).all() and resolved(bounds[q, j])):
                 bounds[q, j] = np.nan
@@ -518,7 +520,7 @@ def compute_trace(config: TraceConfig) -> TraceResult:
     split = round(PANEL_SPLIT * s.n)
     if config.k_min < split < s.n:  # the figure's panels meet at a checkpoint
         grid = np.union1d(grid, [split])
-    layout = TraceLayout.build(grid, s.beta, s.gamma, blocks=inference.uses_blocks(config.methods), batches="BM" in config.methods)
+    layout = TraceLayout.build(grid, s.beta, s.gamma, blocks=inference.uses_blocks(config.methods), batches=inference.uses_batches(config.methods))
     gen = replication_generator(config.seed, s.seed_key, 0)
     tic = time.perf_counter()
     trace = run_trace(model, gen, s.c, s.gamma, s.theta0, layout)
@@ -562,6 +564,8 @@ _STYLE = {
     "BM": {"color": "tab:blue", "linestyle": "--"},
     "SN": {"color": "tab:green", "linestyle": ":"},
     "oracle": {"color": "tab:gray", "linestyle": "-."},
+    "AsympCS": {"color": "tab:brown", "linestyle": (0, (5, 1))},
+    "AsympCS_oracle": {"color": "tab:olive", "linestyle": (0, (1, 2))},
 }
 
 

@@ -75,7 +75,7 @@ def zoo_methods(methods) -> tuple:
 
 
 def classic_methods(methods) -> tuple:
-    """BB, BBjoint, BM, SN and oracle among ``methods``, in their order."""
+    """BB, BBjoint, BM, SN, oracle and the asymptotic confidence sequences among ``methods``, in their order."""
     return tuple(m for m in methods if m in CLASSIC_METHODS)
 
 
@@ -287,11 +287,11 @@ def state_floats(method: str, d: int, setting, options) -> int:
     s = setting
     if method in ("BB", "BBjoint"):
         return (s.n // floor_power(s.n, s.beta)) * d
-    if method == "BM":
+    if method in ("BM", "AsympCS"):
         return (floor_power(s.n, (1.0 - s.gamma) / 2.0) + 1) * d
     if method == "SN":
         return 3 * d
-    if method == "oracle":
+    if method in ("oracle", "AsympCS_oracle"):
         return 0
     if method == "HulC":
         return hulc_state_size(d, hulc_splits(s.level, options["hulc_delta"]))

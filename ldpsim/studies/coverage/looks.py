@@ -1,0 +1,302 @@
+"""Time-uniform coverage (issue 31): every method at K log-spaced looks along each replication's path.
+
+A pointwise 90% interval looked at again and again as the data arrive is no
+longer a 90% statement. With ``looks: K`` a coverage run follows each
+replication's path with the trace kernel (:func:`.trace.run_trace`), which
+keeps every look's own blocks and batches (memory ``O(K n^(1 - beta) + K
+n^((1 - gamma) / 2))`` numbers, never ``O(n)``), and builds every method's
+interval at every look ``t_1 < ... < t_K = n`` as if the path ended there
+(:func:`.trace.trace_intervals`). The last look is ``n``: its intervals are,
+to the bit, those of the same replication in a run without looks, so the
+summary table does not change. Beside it the run writes
+
+* ``looks.csv``: per setting x method x look, the pointwise coverage at ``t_k``
+  and the mean length, with their Monte Carlo SEs;
+* ``uniform.csv``: per setting x method, ``coverage_uniform``, the share of
+  replications whose interval holds theta* at *every* look, with its SE
+  (the time-uniform coverage a confidence sequence promises);
+* ``looks.png``: pointwise coverage against ``t``, the time-uniform coverage as
+  a level line per method.
+
+A look whose interval is missing (a path that diverged before it) counts as
+not covering; a look too early for a method is refused before the run.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ...engine.config import ConfigError, Key, Range, check_range, show
+from ...engine.errors import MissingExtra
+from ...engine.resources import FLOAT
+from ...engine.usercode import display
+from ...inference import intervals as inference
+from ...inference.streaming import StreamLayout, checkpoint_grid, floor_power
+from ...inference.zoo import ZOO_METHODS
+from ...models import build_model, model_class
+from ...recursion.twins import path_twin, state_from_definitions
+from ...reporting.stats import mean_se, proportion
+
+#: Looks of ``looks: true``.
+DEFAULT_LOOKS = 20
+#: The first look of ``first_look: 0``: this fraction of ``n`` (a user looks once 1% of the data are in).
+FIRST_LOOK_FRACTION = 0.01
+
+
+def _parse_looks(name: str, value) -> int:
+    # false / 0: off; true: DEFAULT_LOOKS; an integer K >= 2
+    if value is False:
+        return 0
+    if value is True:
+        return DEFAULT_LOOKS
+    if isinstance(value, int) and (value == 0 or 2 <= value <= 1000):
+        return int(value)
+    raise ConfigError(f"{name} = {show(value)} is not one of: false, true ({DEFAULT_LOOKS} looks), "
+                      "an integer in [2, 1000]")
+
+
+LOOK_KEYS = (
+    Key("looks", "any", 0, grid=False, convert=_parse_looks, label="false, true or an integer in [2, 1000]",
+        help=f"time-uniform coverage at K log-spaced looks (true: {DEFAULT_LOOKS}); docs/sequential.md"),
+    Key("first_look", "int", 0, grid=False, range=Range("[0, inf)"),
+        help=f"first look t_1 (0: {FIRST_LOOK_FRACTION:g} n)"),
+)
+LOOK_KEY_NAMES = tuple(k.name for k in LOOK_KEYS)
+
+
+def look_grid(setting, options) -> np.ndarray:
+    """The looks ``t_1 < ... < t_K = n`` of ``setting`` (``int64``; fewer than K where rounding repeats)."""
+    first = options["first_look"] or max(2, math.ceil(FIRST_LOOK_FRACTION * setting.n))
+    return checkpoint_grid(setting.n, options["looks"], min(first, setting.n - 1))
+
+
+def validate_looks(s, options) -> None:
+    """Refuse, in one line, what the looks cannot follow: before any path runs."""
+    if not options["looks"]:
+        if options["first_look"]:
+            raise ConfigError(f"first_look = {options['first_look']} without looks: set looks (true, or a number)")
+        return
+    methods = options["methods"]
+    zoo = [m for m in methods if m in ZOO_METHODS]
+    if zoo:
+        raise ConfigError(f"methods = {show(list(methods))} with looks = {options['looks']}: the looks follow "
+                          f"{', '.join(inference.METHODS)}; the zoo's ({', '.join(zoo)}) run without looks")
+    d = model_class(s.model).dimension(s)
+    if d != 1:
+        raise ConfigError(f"looks = {options['looks']} with model = {s.model!r} of {d} coordinates: the looks "
+                          "follow scalar models")
+    check_range("batch_size", s.batch_size, s.batch_size == 1, "{1} with looks (one observation a step)")
+    first = options["first_look"]
+    if first:
+        check_range("first_look", first, 2 <= first < s.n, f"[2, n) = [2, {s.n})")
+    t1 = int(look_grid(s, options)[0])
+    layout = StreamLayout.build(t1, s.beta, s.gamma, blocks=inference.uses_blocks(methods),
+                                batches=inference.uses_batches(methods))
+    short = [m for m in methods if (m in inference.BLOCK_METHODS and not layout.enough_blocks)
+             or (m in ("BM", "AsympCS") and not layout.enough_batches)]
+    if short:
+        raise ConfigError(f"first_look = {t1} is too early for {short[0]} (fewer than two "
+                          f"{'blocks' if short[0] in inference.BLOCK_METHODS else 'batches'} at t = {t1}); "
+                          "raise first_look")
+
+
+def look_memory(s, options) -> list[tuple[float, str]]:
+    """Memory of the looks: every look's blocks and batches (one path at a time), each replication's bounds."""
+    if not options["looks"]:
+        return []
+    grid, methods = look_grid(s, options), options["methods"]
+    m = sum(int(k) // floor_power(int(k), s.beta) for k in grid) if inference.uses_blocks(methods) else 0
+    big_m = sum(floor_power(int(k), (1.0 - s.gamma) / 2.0) + 1 for k in grid) if inference.uses_batches(methods) else 0
+    return [(3 * FLOAT * (m + big_m), f"{m + big_m} block and batch sums over {len(grid)} looks "
+                                      f"(looks = {options['looks']}, n = {s.n})")]
+
+
+def look_replication(job, gen: np.random.Generator) -> list[dict]:
+    """One replication with looks: per setting of ``job``, its chunk entries (those of a run without looks too).
+
+    The settings of a group share the path but not necessarily its blocks
+    (``beta``): each follows it again from the generator's state before the
+    path, and draws its bootstrap multipliers from where the path left it, as
+    without looks.
+    """
+    from .trace import TraceLayout, run_trace, trace_intervals
+
+    before = gen.bit_generator.state
+    s0 = job.settings[0]
+    out = []
+    for j, setting in enumerate(job.settings):
+        if j:
+            gen.bit_generator.state = before
+        grid = look_grid(setting, job.options)
+        if job.twin:
+            bounds, theta_bar, steps = _twin_looks(job, setting, grid, gen)
+        else:
+            layout = TraceLayout.build(grid, setting.beta, setting.gamma, blocks=inference.uses_blocks(job.methods),
+                                       batches=inference.uses_batches(job.methods))
+            trace = run_trace(job.model, gen, s0.c, s0.gamma, s0.theta0, layout)
+            bounds = trace_intervals(trace, setting, job.methods, gen, sigma=job.sigma)
+            theta_bar, steps = trace.theta_bar[-1], trace.steps
+        ok = steps == setting.n and bool(np.isfinite(theta_bar)) and bool(np.isfinite(bounds[-1]).all())
+        out.append({"theta_bar": np.array([theta_bar]), "bounds": bounds[-1][:, None, :].copy(), "ok": ok,
+                    "look_bounds": bounds})
+    return out
+
+
+def _twin_looks(job, setting, grid, gen):
+    """The plain-Python twin of a replication with looks: one stored path, each look's state by definition.
+
+    The bootstrap draws follow :func:`.trace.trace_intervals`' order (the last look first).
+    """
+    from .study import resolved
+
+    s = setting
+    layout = StreamLayout.build(s.n, s.beta, s.gamma, blocks=inference.uses_blocks(job.methods),
+                                batches=inference.uses_batches(job.methods))
+    state, path = path_twin(job.model, gen, s.n, s.c, s.gamma, s.theta0, layout)[:2]
+    bounds = np.full((grid.shape[0], len(job.methods), 2), np.nan)
+    for q in range(grid.shape[0] - 1, -1, -1):
+        k = int(grid[q])
+        if state.steps < k:
+            continue
+        look = StreamLayout.build(k, s.beta, s.gamma, blocks=inference.uses_blocks(job.methods),
+                                  batches=inference.uses_batches(job.methods))
+        # the last look: the twin's own streamed state, summed as the kernels sum (their state at n to the bit)
+        at = state if k == s.n else state_from_definitions(path[:k], look)
+        if not at.finite(k):
+            continue
+        with np.errstate(all="ignore"):
+            got = inference.intervals(job.methods, at, look, gen, n_boot=s.B, law=s.multiplier, level=s.level,
+                                      sigma=job.sigma, t_opt=s.n)[:, 0]
+        for j in range(len(job.methods)):
+            if np.isfinite(got[j]).all() and resolved(got[j]):
+                bounds[q, j] = got[j]
+    theta_bar = float(state.theta_bar[0]) if state.steps == s.n else math.nan
+    return bounds, theta_bar, state.steps
+
+
+# ---------------------------------------------------------------------------
+# tables
+
+#: Columns of the two tables after the varied config keys, with what ``ldpsim table`` reads them as.
+LOOKS_COLUMNS = {"method": "text", "look": "count", "t": "positive", "reps": "count", "n_missing": "count",
+                 "coverage": "number", "coverage_se": "number", "length": "number", "length_se": "number"}
+UNIFORM_COLUMNS = {"method": "text", "n": "positive", "reps": "count", "looks": "count", "first_look": "positive",
+                   "coverage_uniform": "number", "coverage_uniform_se": "number", "coverage": "number",
+                   "coverage_se": "number", "length": "number", "length_ratio_oracle": "number"}
+
+
+def look_tables(config, chunks) -> dict[str, list[dict]]:
+    """``looks`` and ``uniform`` rows of a finished run with looks (see the module's docstring).
+
+    Every replication whose path ran to ``n`` (``ok``) counts; a look with no
+    interval (NaN) counts as not covering and is counted in ``n_missing``.
+    """
+    keys = [k for k in config.varied if k != "n"]
+    looks, uniform = [], []
+    for setting, res in zip(config.settings, chunks):
+        grid = look_grid(setting, config.options)
+        truth = float(build_model(setting).theta_star()[0])
+        ok = res["ok"].astype(bool)
+        reps = int(ok.sum())
+        head = {k: display(getattr(setting, k)) for k in keys}
+        lengths_n = {}
+        for j, method in enumerate(config.methods):
+            b = res["look_bounds"][ok, :, j, :]  # (R, K, 2)
+            lo, hi = b[..., 0], b[..., 1]
+            with np.errstate(invalid="ignore"):
+                covered = (lo <= truth) & (truth <= hi)  # NaN: not covering
+            length = hi - lo
+            for q, t in enumerate(grid):
+                finite = np.isfinite(length[:, q])
+                row = dict(head, method=method, look=q + 1, t=int(t), reps=reps, n_missing=int((~finite).sum()))
+                row.update(proportion("coverage", covered[:, q]))
+                row["length"], row["length_se"] = mean_se(length[finite, q])
+                looks.append(row)
+            lengths_n[method] = float(np.nanmean(length[:, -1])) if reps else math.nan
+            row = dict(head, method=method, n=setting.n, reps=reps, looks=int(grid.shape[0]), first_look=int(grid[0]))
+            row.update(proportion("coverage_uniform", covered.all(axis=1)))
+            row.update(proportion("coverage", covered[:, -1]))
+            row["length"] = lengths_n[method]
+            uniform.append(row)
+        oracle = lengths_n.get("oracle", math.nan)
+        for row in uniform[len(uniform) - len(config.methods):]:
+            row["length_ratio_oracle"] = row["length"] / oracle if oracle > 0 else math.nan
+    return {"looks": looks, "uniform": uniform}
+
+
+def render_uniform(rows: list[dict], title: str | None = None) -> str:
+    """``uniform`` rows as a markdown table: time-uniform and pointwise coverage at ``n``, with SEs."""
+    from tabulate import tabulate
+
+    if not rows:
+        return ""
+    keys = [k for k in rows[0] if k not in UNIFORM_COLUMNS]
+    head = keys + ["method", "looks", "t_1..n", "uniform coverage", "coverage at n", "length at n",
+                   "length / oracle"]
+    body = [[r[k] for k in keys] + [r["method"], r["looks"], f"{r['first_look']}..{r['n']}",
+                                    f"{r['coverage_uniform']:.3f} ({r['coverage_uniform_se']:.3f})",
+                                    f"{r['coverage']:.3f} ({r['coverage_se']:.3f})", f"{r['length']:.4g}",
+                                    f"{r['length_ratio_oracle']:.3f}"] for r in rows]
+    text = tabulate(body, headers=head, tablefmt="github")
+    return (f"## {title}: time-uniform coverage\n\n" if title else "") + text + "\n"
+
+
+def write_look_outputs(out: Path, tables: dict, title: str | None, level) -> list[str]:
+    """``looks.md`` and ``looks.png`` of a run with looks (nothing without); the file names written."""
+    looks, uniform = tables.get("looks"), tables.get("uniform")
+    if not looks or not uniform:
+        return []
+    (out / "looks.md").write_text(render_uniform(uniform, title))
+    try:
+        plot_looks(looks, uniform, out / "looks.png", level)
+    except MissingExtra as exc:
+        print(f"ldpsim: looks.png skipped: {exc}", file=sys.stderr)
+        return ["looks.md"]
+    return ["looks.md", "looks.png"]
+
+
+#: A figure shows at most this many settings (panels).
+MAX_LOOK_PANELS = 24
+
+
+def plot_looks(looks: list[dict], uniform: list[dict], path: Path, level=None) -> None:
+    """Pointwise coverage against ``t`` (log axis), per method; its time-uniform coverage as a dashed level."""
+    from ...reporting.figures import figure_class
+    from .figures import _STYLE
+
+    Figure = figure_class("looks.png")
+    keys = [k for k in uniform[0] if k not in UNIFORM_COLUMNS]
+    panels = list(dict.fromkeys(tuple(r[k] for k in keys) for r in uniform))[:MAX_LOOK_PANELS]
+    cols = min(3, len(panels))
+    rows_ = math.ceil(len(panels) / cols)
+    fig = Figure(figsize=(4.2 * cols, 3.3 * rows_), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(rows_, cols, squeeze=False)).ravel()
+    for ax, panel in zip(axes, panels):
+        mine = [r for r in looks if tuple(r[k] for k in keys) == panel]
+        for u in (r for r in uniform if tuple(r[k] for k in keys) == panel):
+            colour, marker = _STYLE.get(u["method"], ("tab:cyan", "."))
+            pts = [r for r in mine if r["method"] == u["method"]]
+            ax.plot([r["t"] for r in pts], [r["coverage"] for r in pts], color=colour, marker=marker, markersize=3,
+                    linewidth=1, label=u["method"])
+            ax.axhline(u["coverage_uniform"], color=colour, linestyle="--", linewidth=0.9)
+        if level is not None:
+            ax.axhline(level, color="black", linewidth=0.8, alpha=0.6)
+        ax.set_xscale("log")
+        ax.set_ylim(max(0.0, min([r["coverage_uniform"] for r in uniform] + [0.5]) - 0.05), 1.0)
+        ax.set_xlabel("t (observations so far)")
+        ax.set_title(", ".join(f"{k} = {v}" for k, v in zip(keys, panel)) or "coverage at each look", fontsize=8)
+        ax.grid(alpha=0.3)
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    axes[0].set_ylabel("coverage (dashed: at every look)")
+    axes[0].legend(fontsize=7, loc="lower left")
+    fig.savefig(path, dpi=120)
+
+
+__all__ = ["DEFAULT_LOOKS", "FIRST_LOOK_FRACTION", "LOOK_KEYS", "LOOK_KEY_NAMES", "LOOKS_COLUMNS", "UNIFORM_COLUMNS",
+           "look_grid", "look_memory", "look_replication", "look_tables", "plot_looks", "render_uniform",
+           "validate_looks", "write_look_outputs"]
