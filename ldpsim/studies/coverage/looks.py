@@ -69,9 +69,29 @@ LOOK_KEY_NAMES = tuple(k.name for k in LOOK_KEYS)
 
 
 def look_grid(setting, options) -> np.ndarray:
-    """The looks ``t_1 < ... < t_K = n`` of ``setting`` (``int64``; fewer than K where rounding repeats)."""
-    first = options["first_look"] or max(2, math.ceil(FIRST_LOOK_FRACTION * setting.n))
+    """The looks ``t_1 < ... < t_K = n`` of ``setting`` (``int64``; fewer than K where rounding repeats).
+
+    ``first_look: 0`` starts at :data:`FIRST_LOOK_FRACTION` of ``n``, or later where a method needs it
+    (two blocks, two batches after the burn-in batch).
+    """
+    first = options["first_look"] or _earliest(setting, options["methods"],
+                                               max(2, math.ceil(FIRST_LOOK_FRACTION * setting.n)))
     return checkpoint_grid(setting.n, options["looks"], min(first, setting.n - 1))
+
+
+def _too_early(s, methods, t: int) -> list[str]:
+    """The methods with no interval at look ``t`` (fewer than two blocks or batches)."""
+    layout = StreamLayout.build(t, s.beta, s.gamma, blocks=inference.uses_blocks(methods),
+                                batches=inference.uses_batches(methods))
+    return [m for m in methods if (m in inference.BLOCK_METHODS and not layout.enough_blocks)
+            or (m in ("BM", "AsympCS") and not layout.enough_batches)]
+
+
+def _earliest(s, methods, t: int) -> int:
+    """``t``, or the first of ``t``, 1.25 t, ... at which every method has an interval (at most ``n - 1``)."""
+    while t < s.n - 1 and _too_early(s, methods, t):
+        t = min(s.n - 1, math.ceil(1.25 * t))
+    return t
 
 
 def validate_looks(s, options) -> None:
@@ -94,10 +114,7 @@ def validate_looks(s, options) -> None:
     if first:
         check_range("first_look", first, 2 <= first < s.n, f"[2, n) = [2, {s.n})")
     t1 = int(look_grid(s, options)[0])
-    layout = StreamLayout.build(t1, s.beta, s.gamma, blocks=inference.uses_blocks(methods),
-                                batches=inference.uses_batches(methods))
-    short = [m for m in methods if (m in inference.BLOCK_METHODS and not layout.enough_blocks)
-             or (m in ("BM", "AsympCS") and not layout.enough_batches)]
+    short = _too_early(s, methods, t1)
     if short:
         raise ConfigError(f"first_look = {t1} is too early for {short[0]} (fewer than two "
                           f"{'blocks' if short[0] in inference.BLOCK_METHODS else 'batches'} at t = {t1}); "
