@@ -174,6 +174,19 @@ def run_kernel(n, seed, lanes=1):
                            [StreamLayout.build(steps, BETA, GAMMA)])[0][0]
 
 
+#: Looks of the timed looks kernel (``looks: 20``, the default of ``looks: true``), from 1% of n.
+LOOKS = 20
+
+
+def run_looks(n, seed):
+    """One quantile path of ``n`` steps through the looks' trace kernel: every look's blocks and batches streamed."""
+    from ldpsim.inference.streaming import checkpoint_grid
+    from ldpsim.studies.coverage.trace import TraceLayout, run_trace
+
+    layout = TraceLayout.build(checkpoint_grid(n, LOOKS, n // 100), BETA, GAMMA)
+    return run_trace(QuantileModel(TAU, EPSILON), _gens(seed, 1)[0], C, GAMMA, THETA0, layout)
+
+
 def numpy_paths(n, reps, seed, chunk=1024):
     """The kernel's algorithm in plain numpy, vectorised over ``reps`` replications.
 
@@ -329,6 +342,7 @@ def main(argv=None):
         run_qr_floor(1000 * lanes, 0, lanes=lanes)
     run_floor(1000, 0, old=True)
     run_qr_floor(1000, 0, old=True)
+    run_looks(10_000, 0)
     numpy_paths(2 * 1024, reps, 0)
     run_config("configs/sweep_gamma_beta.yaml", reps=2, n=10**5, n_jobs=1)
     run_config("configs/sweep_gamma_beta.yaml", reps=2, n=10**5, n_jobs=1, beta=0.75)
@@ -337,7 +351,7 @@ def main(argv=None):
     qr_same = qr_sanity(10**4 + 17, 4321)
 
     per_width = [f"{name}_L{lanes}" for lanes in widths for name in ("kernel", "floor", "qr_kernel", "qr_floor")]
-    names = tuple(per_width) + ("old_floor", "numpy", "qr_old_floor", "sweep", "sweep_one", "table1")
+    names = tuple(per_width) + ("old_floor", "numpy", "qr_old_floor", "sweep", "sweep_one", "table1", "looks")
     t = {name: [] for name in names}
     slice_steps = args.reps_table * TABLE1_TAUS * sum(TABLE1_NS)
     full_steps = TABLE1_REPS * TABLE1_TAUS * sum(TABLE1_NS)
@@ -348,6 +362,7 @@ def main(argv=None):
             t[f"qr_kernel_L{lanes}"].append(timed(run_qr_kernel, n_qr, 400 + rep, lanes) / n_qr * 1e9)
             t[f"qr_floor_L{lanes}"].append(timed(run_qr_floor, n_qr, 500 + rep, lanes=lanes) / n_qr * 1e9)
         t["old_floor"].append(timed(run_floor, n, 200 + rep, old=True) / n * 1e9)
+        t["looks"].append(timed(run_looks, n, 100 + rep) / n * 1e9)
         t["numpy"].append(timed(numpy_paths, n_vec, reps, 300 + rep) / (n_vec * reps) * 1e9)
         t["qr_old_floor"].append(timed(run_qr_floor, n_qr, 500 + rep, old=True) / n_qr * 1e9)
         t["sweep"].append(timed(run_config, "configs/sweep_gamma_beta.yaml", reps=args.reps_sweep, n_jobs=1))
@@ -386,6 +401,9 @@ def main(argv=None):
         "qr_old_floor_ns": med(t["qr_old_floor"]),
         "qr_kernel_over_old_floor": ratio(f"qr_kernel_L{LANES}", "qr_old_floor"),
         "qr_floor_consumes_like_kernel": qr_same,
+        "looks_ns": med(t["looks"]),
+        "looks_over_kernel_L1": ratio("looks", "kernel_L1"),
+        f"looks_over_kernel_L{LANES}": ratio("looks", f"kernel_L{LANES}"),
         "reps_sweep": args.reps_sweep,
         "sweep_s": med(t["sweep"]), "sweep_one_beta_s": med(t["sweep_one"]),
         "sweep_over_one_beta": ratio("sweep", "sweep_one"),
@@ -410,6 +428,8 @@ def main(argv=None):
           f"old floor {res['kernel_over_old_floor']:.2f}")
     print(f"numpy (R={reps})      {res['numpy_ns_per_replication_step']:7.1f} ns/replication-step; numpy / kernel "
           f"(L = {LANES}) {res['numpy_over_kernel']:.2f}")
+    print(f"looks ({LOOKS}, one lane, trace kernel) {res['looks_ns']:7.2f} ns/step: over the quantile kernel at L = 1 "
+          f"{res['looks_over_kernel_L1']:.2f}, at L = {LANES} (a run without looks) {res[f'looks_over_kernel_L{LANES}']:.2f}")
     print(f"QR old floor {res['qr_old_floor_ns']:.1f} ns/step; QR kernel (L = {LANES}) / old floor "
           f"{res['qr_kernel_over_old_floor']:.2f}")
     print(f"sweep (5 beta per gamma) {res['sweep_s']:.2f} s vs one beta {res['sweep_one_beta_s']:.2f} s at "

@@ -28,7 +28,8 @@ def test_bench_runs_small_and_reports_every_number(tmp_path):
             assert res[f"{key}_L{lanes}_ns"] > 0, (key, lanes)
         assert res[f"kernel_L{lanes}_over_floor"] > 0 and res[f"qr_kernel_L{lanes}_over_floor"] > 0
     for key in ("kernel_speedup", "qr_kernel_speedup", "numpy_ns_per_replication_step", "numpy_over_kernel",
-                "peak_rss_mib_1e5", "peak_rss_mib_1e7", "peak_rss_ratio", "old_floor_ns", "qr_old_floor_ns"):
+                "peak_rss_mib_1e5", "peak_rss_mib_1e7", "peak_rss_ratio", "old_floor_ns", "qr_old_floor_ns", "looks_ns",
+                "looks_over_kernel_L1"):
         assert res[key] > 0, key
     assert "kernel / floor" in proc.stdout and "numpy / kernel" in proc.stdout
     assert "QR kernel" in proc.stdout and "its floor (same lanes)" in proc.stdout

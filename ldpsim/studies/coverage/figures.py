@@ -45,8 +45,8 @@ DEFAULT_LEVEL = 0.9
 MAX_PANELS = 24
 #: Colour and marker of each method.
 _STYLE = {"BB": ("tab:green", "o"), "BBjoint": ("tab:purple", "s"), "BM": ("tab:blue", "^"),
-          "SN": ("tab:red", "D"), "oracle": ("black", "x"), "AsympCS": ("tab:brown", "v"),
-          "AsympCS_oracle": ("tab:gray", "<")}
+          "SN": ("tab:red", "D"), "oracle": ("black", "x"), "AsympCS": ("tab:orange", "v"),
+          "AsympCS_oracle": ("tab:olive", "<")}
 #: Largest spread of the methods' offsets along a log x axis, in decades.
 _SPREAD = 0.16
 

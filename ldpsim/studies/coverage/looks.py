@@ -305,12 +305,16 @@ def plot_looks(looks: list[dict], uniform: list[dict], path: Path, level=None) -
         ax.set_xscale("log")
         ax.set_ylim(max(0.0, min([r["coverage_uniform"] for r in uniform] + [0.5]) - 0.05), 1.0)
         ax.set_xlabel("t (observations so far)")
-        ax.set_title(", ".join(f"{k} = {v}" for k, v in zip(keys, panel)) or "coverage at each look", fontsize=8)
+        ax.set_title(", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in zip(keys, panel))
+                     or "coverage at each look", fontsize=8)
         ax.grid(alpha=0.3)
     for ax in axes[len(panels):]:
         ax.set_visible(False)
-    axes[0].set_ylabel("coverage (dashed: at every look)")
+    axes[0].set_ylabel("coverage at the look (dashed: at every look)")
     axes[0].legend(fontsize=7, loc="lower left")
+    if level is not None:
+        fig.suptitle(f"pointwise coverage at each look and, dashed, the share of replications covered at every look; "
+                     f"black: the level {level:g}", fontsize=8)
     fig.savefig(path, dpi=120)
 
 
