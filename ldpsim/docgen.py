@@ -78,7 +78,7 @@ def _allowed(key: Key) -> str:
         names = ", ".join(f"`{c}`" for c in key.choices)
         text = f"one of {names}" if key.kind == "choice" else f"a list of {names}"
     elif key.kind == "any":
-        text = "see meaning"
+        text = key.label or "see meaning"
     elif key.range is not None and (key.range.label or "").startswith("the "):  # "the finite reals"
         text = key.range.label.removeprefix("the ")
     else:

@@ -60,7 +60,7 @@ def _parse_looks(name: str, value) -> int:
 
 
 LOOK_KEYS = (
-    Key("looks", "any", 0, grid=False, convert=_parse_looks, label="false, true or an integer in [2, 1000]",
+    Key("looks", "any", False, grid=False, convert=_parse_looks, label="false, true or an integer in [2, 1000]",
         help=f"time-uniform coverage at K log-spaced looks (true: {DEFAULT_LOOKS}); docs/sequential.md"),
     Key("first_look", "int", 0, grid=False, range=Range("[0, inf)"),
         help=f"first look t_1 (0: {FIRST_LOOK_FRACTION:g} n)"),
