@@ -136,3 +136,15 @@ def test_a_run_with_looks_writes_its_tables_and_figure(tmp_path):
     assert len({r["t"] for r in result.tables["looks"]}) == 20
     assert "time-uniform coverage" in (out / "looks.md").read_text()
     assert "uniform coverage" in result.render()
+
+
+def test_the_oracle_cs_holds_at_every_look_and_the_oracle_interval_does_not():
+    # 300 replications of the median at n = 2e4, 10 looks from 200: the confidence sequence with the true
+    # variance holds theta* at every look in at least level - 3 SE of them; the pointwise oracle interval,
+    # looked at 10 times, falls 3 SE below the level (the failure the looks measure)
+    result = ldpsim.run({"model": "quantile", "tau": 0.5, "epsilon": 2.0, "gamma": 0.6, "n": 20_000, "reps": 300,
+                         "looks": 10, "methods": ["oracle", "AsympCS_oracle"], "seed": 7}, n_jobs=1, progress=False)
+    uniform = {r["method"]: r for r in result.tables["uniform"]}
+    se = math.sqrt(0.9 * 0.1 / 300)
+    assert uniform["AsympCS_oracle"]["coverage_uniform"] >= 0.9 - 3 * se, uniform["AsympCS_oracle"]
+    assert uniform["oracle"]["coverage_uniform"] <= 0.9 - 3 * se, uniform["oracle"]
