@@ -281,6 +281,8 @@ def test_mean_field_path_matches_the_linearized_transient_near_the_truth():
     np.testing.assert_allclose(field["last"], lin["last_mean"], rtol=0.05, atol=1e-7)
 
 
+@pytest.mark.slow  # 45 s cold: the 8-lane kernels of huber_mallows with a constant and a per-user budget, which
+# the slow tier's every-model lanes checks compile too (the fast tier's time, README: Tests)
 def test_loss_metric_bias_and_guarantee_tables(tmp_path):
     out = tmp_path / "h"
     result = ldpsim.run({"study": "trajectory", "model": "huber_mallows", "dim": 2, "mu": [1, 2],
