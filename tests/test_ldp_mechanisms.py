@@ -500,27 +500,29 @@ def test_inputs_outside_the_box_are_clamped(name):
 # --- 4. lanes: a replication's numbers whatever the width -----------------------------------------
 
 
-@pytest.mark.slow  # path kernels compiled at 1 and 4 lanes for new records (minutes on a cold cache): CI's slow tier
-@pytest.mark.parametrize("model, mechanism", [("mean", "duchi_linf"), ("mean", "nprr"), ("linear", "duchi_linf"),
-                                              ("linear", "duchi_l2")])
-def test_lanes_give_each_replication_its_own_numbers(model, mechanism):
-    # duchi_linf: its half-cube draw differs per lane (a rejection loop whose rounds differ per lane, or a fold);
-    # nprr: int() of lane vectors; duchi_l2: normals. 6 replications at 4 lanes: a full call and a padded
-    # remainder of 2. Each replication's estimates equal those of one lane and of the plain-Python twin, to the
-    # bit (run_chunk: the per-replication arrays the tables are made from).
-    loaded = ldpsim.load_config(dict(model=model, mechanism=mechanism, epsilon=1.0, n=2000, reps=6,
+@pytest.mark.slow  # path kernels compiled at 1 and 8 lanes for new records (minutes on a cold cache): CI's slow tier
+@pytest.mark.parametrize("model, mechanism, lanes", [("mean", m, 8) for m in ldp.LDP_MECHANISMS]
+                         + [("linear", "duchi_linf", 8), ("linear", "duchi_l2", 8), ("linear", "duchi_linf", 4)])
+def test_lanes_give_each_replication_its_own_numbers(model, mechanism, lanes):
+    # Every mechanism on the mean model, the vector ones that draw per lane on the linear model (duchi_linf: its
+    # half-cube draw, a rejection loop whose rounds differ per lane, or a fold; duchi_l2: normals), and a lane
+    # width other than the default (duchi_linf at 4). lanes + 2 replications: a full call and a padded remainder
+    # of 2. Each replication's estimates equal those of one lane and of the plain-Python twin, to the bit
+    # (run_chunk: the per-replication arrays the tables are made from).
+    reps = lanes + 2
+    loaded = ldpsim.load_config(dict(model=model, mechanism=mechanism, epsilon=1.0, n=2000, reps=reps,
                                      methods=["BB"], seed=11))
     study = STUDIES["coverage"]
     for s in loaded.settings:
-        one = study.run_chunk(s, loaded.options, loaded.seed, 0, 6, lanes=1)
-        four = study.run_chunk(s, loaded.options, loaded.seed, 0, 6, lanes=4)
-        twin = study.run_chunk(s, loaded.options, loaded.seed, 0, 6, twin=True)
-        assert set(one) == set(four) == set(twin) and "theta_bar" in one
+        one = study.run_chunk(s, loaded.options, loaded.seed, 0, reps, lanes=1)
+        wide = study.run_chunk(s, loaded.options, loaded.seed, 0, reps, lanes=lanes)
+        twin = study.run_chunk(s, loaded.options, loaded.seed, 0, reps, twin=True)
+        assert set(one) == set(wide) == set(twin) and "theta_bar" in one
         for key in one:
-            np.testing.assert_array_equal(four[key], one[key], err_msg=key)
+            np.testing.assert_array_equal(wide[key], one[key], err_msg=key)
             np.testing.assert_array_equal(twin[key], one[key], err_msg=key)
         theta = one["theta_bar"]
-        assert np.isfinite(theta).all() and len(np.unique(theta[:, 0])) == 6  # six different replications
+        assert np.isfinite(theta).all() and len(np.unique(theta[:, 0])) == reps  # different replications
 
 
 # --- 5. the public implementations ---------------------------------------------------------------------

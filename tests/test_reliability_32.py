@@ -286,8 +286,8 @@ def test_the_clt_accountant_calibrates_above_epsilon_100_without_suggesting_itse
     (["configs/trace_quantile.yaml", "--set", "ob_paths=5"],
      r"^ldpsim: error: ob_paths = 5 in --set is a key of the method zoo, whose methods trace does not draw"),
     (["configs/trace_quantile.yaml", "--set", "methods=[BB,HulC]"],
-     r"^ldpsim: error: methods = \['BB', 'HulC'\]: trace draws BB, BBjoint, BM, SN, oracle, AsympCS, AsympCS_oracle along one path; the zoo's "
-     r"methods \(HulC\) run in `ldpsim run`"),
+     r"^ldpsim: error: methods = \['BB', 'HulC'\]: trace draws BB, BBjoint, BM, SN, oracle, AsympCS, AsympCS_oracle "
+     r"along one path; the zoo's methods \(HulC\) run in `ldpsim run`"),
 ])
 def test_trace_refuses_other_studies_and_the_zoo_in_one_line(args, message, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
