@@ -84,9 +84,10 @@ def _zoo_models():
 @pytest.mark.slow
 # 8 lanes with 5 replications (a chunk's remainder, padded): each width compiles the all-method kernel of every
 # model for minutes, so this width alone here; one lane is the quantile's in the fast tier, and every method's
-# kernel at one lane equals its 8 lanes on the committed zoo configs (tests/test_lanes.py)
+# kernel at 8 lanes equals its twin on the committed zoo configs (tests/test_lanes.py), which run the quantile
+# regression and the Huber model: their all-method kernels (minutes each, vector models) are left out here
 @pytest.mark.parametrize("lanes, count", [(8, 5)])
-@pytest.mark.parametrize("name", list(_zoo_models()))
+@pytest.mark.parametrize("name", [m for m in _zoo_models() if m not in ("quantile_regression", "huber_mallows")])
 def test_every_zoo_method_in_the_kernel_equals_its_twin_every_model(name, lanes, count):
     model, split = _zoo_models()[name]
     _check_kernel_twin(model, split, lanes, count)
