@@ -26,6 +26,19 @@ CS_METHODS = ("AsympCS", "AsympCS_oracle")
 METHODS = POINTWISE_METHODS + CS_METHODS
 #: Methods that need the block sums (and the bootstrap draws).
 BLOCK_METHODS = ("BB", "BBjoint")
+#: Methods that read the batch-means batches (AsympCS: its variance).
+BATCH_METHODS = ("BM", "AsympCS")
+
+#: An interval is usable only if its length is this many units in the last place of its ends:
+#: then the ends resolve it to one part in a million. A path started far from theta* (theta0 = 1e20)
+#: whose steps are below the spacing of its iterates gives intervals of length 0 or of rounding noise.
+RESOLVED_ULPS = 2.0 ** 20
+
+
+def resolved(bounds: np.ndarray) -> bool:
+    """Whether every interval in ``bounds`` (``(..., 2)``) is longer than :data:`RESOLVED_ULPS` of its ends."""
+    lo, hi = bounds[..., 0], bounds[..., 1]
+    return bool(((hi - lo) > RESOLVED_ULPS * np.spacing(np.maximum(np.abs(lo), np.abs(hi)))).all())
 
 
 def uses_blocks(methods) -> bool:
@@ -34,8 +47,14 @@ def uses_blocks(methods) -> bool:
 
 
 def uses_batches(methods) -> bool:
-    """Whether any of ``methods`` reads the batch-means batches (BM, and AsympCS's variance)."""
-    return "BM" in methods or "AsympCS" in methods
+    """Whether any of ``methods`` reads the batch-means batches (:data:`BATCH_METHODS`)."""
+    return any(m in BATCH_METHODS for m in methods)
+
+
+def unavailable(methods, layout: StreamLayout) -> list[str]:
+    """The ``methods`` with no interval on ``layout``: fewer than two blocks, or fewer than two batches."""
+    return [m for m in methods if (m in BLOCK_METHODS and not layout.enough_blocks)
+            or (m in BATCH_METHODS and not layout.enough_batches)]
 
 
 #: Methods run when a config does not say.

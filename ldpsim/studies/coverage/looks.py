@@ -2,11 +2,11 @@
 
 A pointwise 90% interval looked at again and again as the data arrive is no
 longer a 90% statement. With ``looks: K`` a coverage run follows each
-replication's path with the trace kernel (:func:`.trace.run_trace`), which
+replication's path with the checkpoint kernel (:func:`.checkpoints.run_trace`), which
 keeps every look's own blocks and batches (memory ``O(K n^(1 - beta) + K
 n^((1 - gamma) / 2))`` numbers, never ``O(n)``), and builds every method's
 interval at every look ``t_1 < ... < t_K = n`` as if the path ended there
-(:func:`.trace.trace_intervals`). The last look is ``n``: its intervals are,
+(:func:`.checkpoints.trace_intervals`). The last look is ``n``: its intervals are,
 to the bit, those of the same replication in a run without looks, so the
 summary table does not change. Beside it the run writes
 
@@ -35,11 +35,12 @@ from ...engine.errors import MissingExtra
 from ...engine.resources import FLOAT
 from ...engine.usercode import display
 from ...inference import intervals as inference
-from ...inference.streaming import StreamLayout, checkpoint_grid, floor_power
+from ...inference.streaming import StreamLayout, checkpoint_grid
 from ...inference.zoo import ZOO_METHODS
 from ...models import build_model, model_class
 from ...recursion.twins import path_twin, state_from_definitions
 from ...reporting.stats import mean_se, proportion
+from .checkpoints import TraceLayout, run_trace, stream_counts, trace_intervals
 
 #: Looks of ``looks: true``.
 DEFAULT_LOOKS = 20
@@ -79,12 +80,15 @@ def look_grid(setting, options) -> np.ndarray:
     return checkpoint_grid(setting.n, options["looks"], min(first, setting.n - 1))
 
 
+def _look_layout(s, methods, t: int) -> StreamLayout:
+    """The blocks and batches of a path that ends at look ``t``."""
+    return StreamLayout.build(t, s.beta, s.gamma, blocks=inference.uses_blocks(methods),
+                              batches=inference.uses_batches(methods))
+
+
 def _too_early(s, methods, t: int) -> list[str]:
     """The methods with no interval at look ``t`` (fewer than two blocks or batches)."""
-    layout = StreamLayout.build(t, s.beta, s.gamma, blocks=inference.uses_blocks(methods),
-                                batches=inference.uses_batches(methods))
-    return [m for m in methods if (m in inference.BLOCK_METHODS and not layout.enough_blocks)
-            or (m in ("BM", "AsympCS") and not layout.enough_batches)]
+    return inference.unavailable(methods, _look_layout(s, methods, t))
 
 
 def _earliest(s, methods, t: int) -> int:
@@ -125,25 +129,24 @@ def look_memory(s, options) -> list[tuple[float, str]]:
     """Memory of the looks: every look's blocks and batches (one path at a time), each replication's bounds."""
     if not options["looks"]:
         return []
-    grid, methods = look_grid(s, options), options["methods"]
-    m = sum(int(k) // floor_power(int(k), s.beta) for k in grid) if inference.uses_blocks(methods) else 0
-    big_m = sum(floor_power(int(k), (1.0 - s.gamma) / 2.0) + 1 for k in grid) if inference.uses_batches(methods) else 0
-    return [(3 * FLOAT * (m + big_m), f"{m + big_m} block and batch sums over {len(grid)} looks "
-                                      f"(looks = {options['looks']}, n = {s.n})")]
+    grid = look_grid(s, options)
+    m, big_m = stream_counts(grid, s.beta, s.gamma, options["methods"])
+    entries = int(m.sum() + big_m.sum())
+    return [(3 * FLOAT * entries, f"{entries} block and batch sums over {len(grid)} looks "
+                                  f"(looks = {options['looks']}, n = {s.n})")]
 
 
 def look_replication(job, gen: np.random.Generator) -> list[dict]:
     """One replication with looks: per setting of ``job``, its chunk entries (those of a run without looks too).
 
     The settings of a group share the path but not necessarily its blocks
-    (``beta``): each follows it again from the generator's state before the
-    path, and draws its bootstrap multipliers from where the path left it, as
-    without looks.
+    (``beta``) or looks: the path runs once per distinct ``(beta, looks)``,
+    and each setting draws its bootstrap multipliers from where the path left
+    the generator, as without looks.
     """
-    from .trace import TraceLayout, run_trace, trace_intervals
-
     before = gen.bit_generator.state
     s0 = job.settings[0]
+    traces = {}  # (beta, looks) -> (trace, the generator's state after its path)
     out = []
     for j, setting in enumerate(job.settings):
         if j:
@@ -152,9 +155,15 @@ def look_replication(job, gen: np.random.Generator) -> list[dict]:
         if job.twin:
             bounds, theta_bar, steps = _twin_looks(job, setting, grid, gen)
         else:
-            layout = TraceLayout.build(grid, setting.beta, setting.gamma, blocks=inference.uses_blocks(job.methods),
-                                       batches=inference.uses_batches(job.methods))
-            trace = run_trace(job.model, gen, s0.c, s0.gamma, s0.theta0, layout)
+            key = (setting.beta, tuple(grid.tolist()))
+            if key in traces:
+                trace, after = traces[key]
+                gen.bit_generator.state = after
+            else:
+                layout = TraceLayout.build(grid, setting.beta, setting.gamma, blocks=inference.uses_blocks(job.methods),
+                                           batches=inference.uses_batches(job.methods))
+                trace = run_trace(job.model, gen, s0.c, s0.gamma, s0.theta0, layout)
+                traces[key] = trace, gen.bit_generator.state
             bounds = trace_intervals(trace, setting, job.methods, gen, sigma=job.sigma)
             theta_bar, steps = trace.theta_bar[-1], trace.steps
         ok = steps == setting.n and bool(np.isfinite(theta_bar)) and bool(np.isfinite(bounds[-1]).all())
@@ -166,21 +175,16 @@ def look_replication(job, gen: np.random.Generator) -> list[dict]:
 def _twin_looks(job, setting, grid, gen):
     """The plain-Python twin of a replication with looks: one stored path, each look's state by definition.
 
-    The bootstrap draws follow :func:`.trace.trace_intervals`' order (the last look first).
+    The bootstrap draws follow :func:`.checkpoints.trace_intervals`' order (the last look first).
     """
-    from .study import resolved
-
     s = setting
-    layout = StreamLayout.build(s.n, s.beta, s.gamma, blocks=inference.uses_blocks(job.methods),
-                                batches=inference.uses_batches(job.methods))
-    state, path = path_twin(job.model, gen, s.n, s.c, s.gamma, s.theta0, layout)[:2]
+    state, path = path_twin(job.model, gen, s.n, s.c, s.gamma, s.theta0, _look_layout(s, job.methods, s.n))[:2]
     bounds = np.full((grid.shape[0], len(job.methods), 2), np.nan)
     for q in range(grid.shape[0] - 1, -1, -1):
         k = int(grid[q])
         if state.steps < k:
             continue
-        look = StreamLayout.build(k, s.beta, s.gamma, blocks=inference.uses_blocks(job.methods),
-                                  batches=inference.uses_batches(job.methods))
+        look = _look_layout(s, job.methods, k)
         # the last look: the twin's own streamed state, summed as the kernels sum (their state at n to the bit)
         at = state if k == s.n else state_from_definitions(path[:k], look)
         if not at.finite(k):
@@ -189,7 +193,7 @@ def _twin_looks(job, setting, grid, gen):
             got = inference.intervals(job.methods, at, look, gen, n_boot=s.B, law=s.multiplier, level=s.level,
                                       sigma=job.sigma, t_opt=s.n)[:, 0]
         for j in range(len(job.methods)):
-            if np.isfinite(got[j]).all() and resolved(got[j]):
+            if np.isfinite(got[j]).all() and inference.resolved(got[j]):
                 bounds[q, j] = got[j]
     theta_bar = float(state.theta_bar[0]) if state.steps == s.n else math.nan
     return bounds, theta_bar, state.steps

@@ -26,8 +26,8 @@ from ...engine.lanes import vector_width
 from ...engine.resources import FLOAT
 from ...engine.rng import as_generator
 from ...inference import intervals
-from ...inference.intervals import (DEFAULT_METHODS, METHODS, MIN_BOOTSTRAP_DRAWS, MULTIPLIERS, min_bootstrap_draws,
-                                    uses_batches, uses_blocks)
+from ...inference.intervals import (BATCH_METHODS, DEFAULT_METHODS, METHODS, MIN_BOOTSTRAP_DRAWS, MULTIPLIERS,
+                                    RESOLVED_ULPS, min_bootstrap_draws, resolved, uses_batches, uses_blocks)
 from ...inference.streaming import StreamLayout, floor_power
 from ...inference.zoo import ZOO_METHODS
 from ...models import build_model, model_class
@@ -46,11 +46,6 @@ from .tables import render_latex, render_markdown
 from .zoo import (ZOO_KEYS, Stopwatch, classic_methods, idle_zoo_keys, replication_index, state_floats, validate_zoo,
                   zoo_bounds, zoo_cost, zoo_generators, zoo_methods, zoo_spec)
 from .zoo_tables import ZOO_COLUMNS, write_zoo_outputs, zoo_rows
-
-#: An interval is usable only if its length is this many units in the last place of its ends:
-#: then the ends resolve it to one part in a million. A path started far from theta* (theta0 = 1e20)
-#: whose steps are below the spacing of its iterates gives intervals of length 0 or of rounding noise.
-RESOLVED_ULPS = 2.0 ** 20
 
 #: Above this many batch-means batches their ends are not built to validate a setting (see ``validate``).
 MANY_BATCHES = 100_000
@@ -71,13 +66,7 @@ METHODS_KEY = Key("methods", "choices", DEFAULT_METHODS, grid=False, choices=MET
 
 def _batch_user(methods) -> str:
     """The first of ``methods`` that reads the batch-means batches (for messages)."""
-    return next(m for m in methods if m in ("BM", "AsympCS"))
-
-
-def resolved(bounds: np.ndarray) -> bool:
-    """Whether every interval in ``bounds`` (``(..., 2)``) is longer than :data:`RESOLVED_ULPS` of its ends."""
-    lo, hi = bounds[..., 0], bounds[..., 1]
-    return bool(((hi - lo) > RESOLVED_ULPS * np.spacing(np.maximum(np.abs(lo), np.abs(hi)))).all())
+    return next(m for m in methods if m in BATCH_METHODS)
 
 
 class _Job(NamedTuple):
@@ -245,7 +234,7 @@ class CoverageStudy(Study):
     def warm_up(self, config, lanes=None):
         # the kernels are specialised on one observation a step or several, and on the lanes
         if config.options["looks"]:  # the looks run the trace kernel: compile it on a short path
-            from .trace import TraceLayout, run_trace
+            from .checkpoints import TraceLayout, run_trace
 
             for setting, model in self.distinct_kernels(config, build_model):
                 run_trace(model, as_generator(0), setting.c, setting.gamma, setting.theta0,

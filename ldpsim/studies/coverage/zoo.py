@@ -24,7 +24,7 @@ import numpy as np
 from ...engine.config import ConfigError, Key, Range, check_range
 from ...engine.rng import BIT_GENERATOR
 from ...inference.intervals import METHODS as CLASSIC_METHODS
-from ...inference.intervals import MIN_BOOTSTRAP_DRAWS, min_bootstrap_draws, normal_quantile
+from ...inference.intervals import BATCH_METHODS, MIN_BOOTSTRAP_DRAWS, min_bootstrap_draws, normal_quantile
 from ...inference.streaming import floor_power
 from ...inference.zoo import (OB_INTERVALS, ZOO_METHODS, HiGradLayout, HulCLayout, OBMLayout, higrad_interval,
                               higrad_state_size, higrad_thread_estimates, hulc_interval, hulc_splits, hulc_state_size,
@@ -287,7 +287,7 @@ def state_floats(method: str, d: int, setting, options) -> int:
     s = setting
     if method in ("BB", "BBjoint"):
         return (s.n // floor_power(s.n, s.beta)) * d
-    if method in ("BM", "AsympCS"):
+    if method in BATCH_METHODS:
         return (floor_power(s.n, (1.0 - s.gamma) / 2.0) + 1) * d
     if method == "SN":
         return 3 * d
