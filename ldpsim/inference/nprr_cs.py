@@ -480,3 +480,55 @@ def nprr_trace(z, state, params, out):
         nprr_update(state, params, z[i])
         out[i, 0], out[i, 1] = nprr_bounds(state, params)
         out[i, 2], out[i, 3] = nprr_running_bounds(state)
+
+
+# --- as methods of a coverage run -------------------------------------------------------------------
+
+#: Interval methods of a coverage run that read each user's NPRR release (the mean model with
+#: ``mechanism: nprr``), not the SGD path: name -> (method of this module, a fixed-``n`` CI or not).
+#: Each reports the running intersection of its bounds: the CSs' ``[max_{s<=t} L_s, min_{s<=t} U_s]``,
+#: the CIs' ``[L, U]`` at ``n`` as the authors' code reads them. All four are valid at every ``t`` at
+#: once (a CI is the CS of bets tuned for ``n``); at a look ``t < n`` a CI is that CS read at ``t``.
+RELEASE_METHODS = {"NPRR_H": ("hoeffding", False), "NPRR_EB": ("empbern", False),
+                   "NPRR_H_CI": ("hoeffding", True), "NPRR_EB_CI": ("empbern", True)}
+
+
+def release_params(methods, r: float, level: float, n: int) -> np.ndarray:
+    """``(len(methods), PARAMS_SIZE)`` params of :data:`RELEASE_METHODS` ``methods`` at ``alpha = 1 - level``."""
+    out = np.zeros((len(methods), PARAMS_SIZE))
+    for j, name in enumerate(methods):
+        method, ci = RELEASE_METHODS[name]
+        out[j] = nprr_params(method, r, 1.0 - level, n if ci else None)
+    return out
+
+
+def release_reference(name: str, z, r: float, level: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The running bounds of ``name`` over ``t = 1..len(z)``, from the plain-numpy reference (the twin's).
+
+    ``n`` is the run's length (the CIs' bets are tuned for it; ``len(z) <= n``). At ``t = n`` the
+    CIs equal :func:`hoeffding_ci` and :func:`empbern_ci`.
+    """
+    method, ci = RELEASE_METHODS[name]
+    z, alpha = _check_z(z), 1.0 - level
+    if method == "hoeffding":
+        lambdas = hoeffding_lambdas(z.shape[0], alpha, math.inf if ci else 1.0, n if ci else None)
+        lower, upper = _hoeffding_bounds(z, r, alpha, lambdas)
+    elif ci:
+        lambdas = predmix_eb_lambdas(z, EB_CI_LAMBDA_ALPHA, 0.5, n, 0.5, 0.125)
+        lower, upper = _empbern_bounds(z, r, alpha, lambdas)
+    else:
+        lower, upper = _empbern_bounds(z, r, alpha, predmix_eb_lambdas(z, alpha / 2.0, 0.5))
+    return running_intersection(lower, upper)
+
+
+@dual
+def released_value(t, grid, keep):
+    """``z`` in ``{0, 1/G, .., 1}``: NPRR's release of ``X``, from the mean model's scaled release ``t``.
+
+    The mean model releases ``1 - 2X`` in ``[-1, 1]``: NPRR draws ``y = k / G`` for ``x = 1 - X`` and
+    writes ``t = 2 (y - (1 - r) / 2) / r - 1`` (:func:`ldpsim.privacy.ldp._release_nprr`). Inverting
+    that in floating point is off by a few units in the last place; rounding ``G y`` to its integer
+    ``k`` undoes it exactly (``G <= 1e6``), and ``(G - k) / G`` is the release of ``X`` itself.
+    """
+    k = math.floor(grid * (0.5 * keep * (t + 1.0) + 0.5 * (1.0 - keep)) + 0.5)
+    return (grid - k) / grid

@@ -45,7 +45,7 @@ def step_sizes_twin(n: int, c: float, gamma: float) -> np.ndarray:
 
 
 def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,
-              layout: StreamLayout, batch_size: int = 1, zoo=None, zoo_gens=None):
+              layout: StreamLayout, batch_size: int = 1, zoo=None, zoo_gens=None, tap=None):
     """Twin of :func:`ldpsim.recursion.kernels.run_path`, scalar and vector models alike.
 
     Coordinate by coordinate it does what both kernels do, in the same
@@ -55,7 +55,9 @@ def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
     :class:`~ldpsim.recursion.zoo.ZooSpec`) and ``zoo_gens`` (a generator per
     method with paths of its own) it also runs :class:`ZooTwin` on the same
     observations and returns its arrays third, as
-    :func:`~ldpsim.recursion.zoo.zoo_arrays` gives the kernel's.
+    :func:`~ldpsim.recursion.zoo.zoo_arrays` gives the kernel's. ``tap``, a
+    scalar model's callable, is called with the kernel params after each
+    step's gradient (their mechanism's scratch then holds its release).
 
     Returns
     -------
@@ -80,6 +82,8 @@ def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
                 if twin is not None:
                     twin.observe(obs, i, eta)
             out[0] = g
+            if tap is not None:
+                tap(params)
     else:
         def gradient(theta, out, i, eta):
             out[:] = 0.0

@@ -24,9 +24,14 @@ from ...engine.interrupt import POLL_MASK, stop_requested
 from ...engine.jit import jit
 from ...engine.rng import kernel_rng, local_rng, release_rng
 from ...inference import intervals as inference
+from ...inference.nprr_cs import PARAMS_SIZE, nprr_running_bounds, nprr_update, released_value
 from ...inference.streaming import PathState, StreamLayout, floor_power
 from ...models import privatized_gradient
 from ...recursion.kernels import sn_add, sn_read, sn_recentre, step_ratio_coefficients, step_size
+from .releases import ReleaseTap
+
+#: The tap of a run without release methods.
+NO_TAP = ReleaseTap((), 0.0, 0.0, np.zeros((0, PARAMS_SIZE)))
 
 #: Streams per checkpoint: its blocks (BB), then its batches (BM).
 _STREAMS = 2
@@ -99,7 +104,7 @@ class TraceLayout:
 
 @jit
 def _trace_path(params, stream, n, c, gamma, theta0, checkpoints, ends, offsets, sums, acc, cursor,
-                theta_bar, sn_v, stop_flag):
+                theta_bar, sn_v, stop_flag, tap, tap_scratch, tap_params, tap_state, tap_out):
     # Streams r = 2q, 2q + 1 belong to checkpoint q. Between two consecutive
     # ends of any stream (an "event"), the iterates fall in one block or batch
     # of every stream, so they are summed once, into ``seg``, and ``seg`` is
@@ -107,7 +112,9 @@ def _trace_path(params, stream, n, c, gamma, theta0, checkpoints, ends, offsets,
     # one per checkpoint. The last checkpoint's two streams instead add every
     # iterate, as run_path does, so its sums equal run_path's bit for bit.
     # Streams of passed checkpoints have written all their sums (every end is
-    # <= k_q) and are skipped.
+    # <= k_q) and are skipped. With methods that read each user's release
+    # (tap_params has a row each), the step's release is read from the
+    # mechanism's scratch (tap_scratch) and streamed into their states.
     gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
     n_ck = checkpoints.shape[0]
     n_streams = acc.shape[0]
@@ -129,10 +136,15 @@ def _trace_path(params, stream, n, c, gamma, theta0, checkpoints, ends, offsets,
     pow2 = 1
     ratio = step_ratio_coefficients(gamma)
     eta = c
+    n_tap = tap_params.shape[0]
     for i in range(1, n + 1):
         fi = float(i)
         eta = step_size(i, pow2, eta, c, gamma, ratio)
         theta -= eta * privatized_gradient(params, theta, gen)
+        if n_tap:
+            z = released_value(tap_scratch[0], tap[0], tap[1])
+            for j in range(n_tap):
+                nprr_update(tap_state[j], tap_params[j], z)
         s, a, t = sn_add(s, a, t, theta, ref, fi)
         seg += theta
         acc[last] += theta
@@ -162,6 +174,8 @@ def _trace_path(params, stream, n, c, gamma, theta0, checkpoints, ends, offsets,
             tb, v = sn_read(s, a, t, ref, fi)
             theta_bar[first] = tb
             sn_v[first] = v
+            for j in range(n_tap):
+                tap_out[first, j, 0], tap_out[first, j, 1] = nprr_running_bounds(tap_state[j])
             first += 1
             next_ck = checkpoints[first] if first < n_ck else n + 1
         if i & POLL_MASK == 0 and stop_requested(stop_flag):  # Ctrl-C (ldpsim.engine.interrupt)
@@ -185,6 +199,11 @@ class Trace:
         Block and batch sums, flat as ``layout.ends``.
     steps : int
         Steps completed: ``n``, or fewer if the path diverged.
+    released : numpy.ndarray
+        ``(C, len(tap.methods), 2)``: the release methods' running bounds per checkpoint (NaN past a
+        divergence; :mod:`.releases`).
+    tap : ReleaseTap
+        The release methods streamed (none by default).
     """
 
     layout: TraceLayout
@@ -192,6 +211,8 @@ class Trace:
     sn_v: np.ndarray
     sums: np.ndarray
     steps: int
+    released: np.ndarray
+    tap: ReleaseTap
 
     def state(self, q: int) -> PathState:
         """The :class:`PathState` of a path that ended at checkpoint ``q``."""
@@ -206,7 +227,7 @@ class Trace:
 
 
 def run_trace(model, gen: np.random.Generator, c: float, gamma: float, theta0: float,
-              layout: TraceLayout) -> Trace:
+              layout: TraceLayout, tap: ReleaseTap | None = None) -> Trace:
     """Run one path to ``layout.checkpoints[-1]`` steps, recording every checkpoint's state.
 
     Parameters
@@ -222,6 +243,9 @@ def run_trace(model, gen: np.random.Generator, c: float, gamma: float, theta0: f
         Starting value.
     layout : TraceLayout
         Checkpoints and their ends.
+    tap : ReleaseTap, optional
+        Methods that read each step's NPRR release (:mod:`.releases`); they draw nothing, so the
+        path and its generator are the same with them or without.
 
     Returns
     -------
@@ -243,13 +267,16 @@ def run_trace(model, gen: np.random.Generator, c: float, gamma: float, theta0: f
     sums = np.full(layout.size, np.nan)
     theta_bar = np.full(ks.shape[0], np.nan)
     sn_v = np.full(ks.shape[0], np.nan)
+    tap = tap or NO_TAP
+    params = model.kernel_params()
+    taps = tap.kernel_arrays(params, ks.shape[0])
     steps = _trace_path(
-        model.kernel_params(), kernel_rng(gen), n, float(c), float(gamma), float(theta0), ks, layout.ends,
+        params, kernel_rng(gen), n, float(c), float(gamma), float(theta0), ks, layout.ends,
         layout.offsets, sums, np.zeros(n_streams), np.zeros(n_streams, dtype=np.int64), theta_bar, sn_v,
-        interrupt.FLAG,
+        interrupt.FLAG, *taps,
     )
     interrupt.check()  # a path stopped by Ctrl-C is no result
-    return Trace(layout, theta_bar, sn_v, sums, int(steps))
+    return Trace(layout, theta_bar, sn_v, sums, int(steps), taps[-1], tap)
 
 
 # ---------------------------------------------------------------------------
@@ -283,13 +310,17 @@ def trace_intervals(trace: Trace, setting, methods, gen: np.random.Generator, si
     """
     ks = trace.layout.checkpoints
     bounds = np.full((ks.shape[0], len(methods), 2), np.nan)
+    released = {m: j for j, m in enumerate(trace.tap.methods)}
     for q in range(ks.shape[0] - 1, -1, -1):
         state, layout = trace.state(q), trace.layout.layouts[q]
         if not state.finite(int(ks[q])):
             continue
+        for j, method in enumerate(methods):  # streamed in the kernel: no draws
+            if method in released:
+                bounds[q, j] = trace.released[q, released[method]]
         # a checkpoint too short for two blocks (batches) has no BB (BM) interval
         short = inference.unavailable(methods, layout)
-        usable = [j for j, method in enumerate(methods) if method not in short]
+        usable = [j for j, method in enumerate(methods) if method not in short and method not in released]
         with np.errstate(all="ignore"):  # an overflowing interval is dropped below, not warned about
             bounds[q, usable] = inference.intervals(
                 [methods[j] for j in usable], state, layout, gen, n_boot=setting.B, law=setting.multiplier,

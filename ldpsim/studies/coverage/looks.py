@@ -40,7 +40,9 @@ from ...inference.zoo import ZOO_METHODS
 from ...models import build_model, model_class
 from ...recursion.twins import path_twin, state_from_definitions
 from ...reporting.stats import mean_se, proportion
+from ...inference.nprr_cs import release_reference, released_value
 from .checkpoints import TraceLayout, run_trace, stream_counts, trace_intervals
+from .releases import ReleaseTap
 
 #: Looks of ``looks: true``.
 DEFAULT_LOOKS = 20
@@ -152,17 +154,18 @@ def look_replication(job, gen: np.random.Generator) -> list[dict]:
         if j:
             gen.bit_generator.state = before
         grid = look_grid(setting, job.options)
+        tap = ReleaseTap.build(job.model, job.methods, setting.level, setting.n)
         if job.twin:
-            bounds, theta_bar, steps = _twin_looks(job, setting, grid, gen)
+            bounds, theta_bar, steps = _twin_looks(job, setting, grid, gen, tap)
         else:
-            key = (setting.beta, tuple(grid.tolist()))
+            key = (setting.beta, tuple(grid.tolist()), setting.level if tap.methods else None)
             if key in traces:
                 trace, after = traces[key]
                 gen.bit_generator.state = after
             else:
                 layout = TraceLayout.build(grid, setting.beta, setting.gamma, blocks=inference.uses_blocks(job.methods),
                                            batches=inference.uses_batches(job.methods))
-                trace = run_trace(job.model, gen, s0.c, s0.gamma, s0.theta0, layout)
+                trace = run_trace(job.model, gen, s0.c, s0.gamma, s0.theta0, layout, tap)
                 traces[key] = trace, gen.bit_generator.state
             bounds = trace_intervals(trace, setting, job.methods, gen, sigma=job.sigma)
             theta_bar, steps = trace.theta_bar[-1], trace.steps
@@ -172,13 +175,23 @@ def look_replication(job, gen: np.random.Generator) -> list[dict]:
     return out
 
 
-def _twin_looks(job, setting, grid, gen):
+def _twin_looks(job, setting, grid, gen, tap):
     """The plain-Python twin of a replication with looks: one stored path, each look's state by definition.
 
-    The bootstrap draws follow :func:`.checkpoints.trace_intervals`' order (the last look first).
+    The bootstrap draws follow :func:`.checkpoints.trace_intervals`' order (the last look first). The
+    release methods read the stored releases through the plain-numpy reference of
+    :mod:`ldpsim.inference.nprr_cs` (whole arrays, not the kernel's streamed sums).
     """
     s = setting
-    state, path = path_twin(job.model, gen, s.n, s.c, s.gamma, s.theta0, _look_layout(s, job.methods, s.n))[:2]
+    releases = []
+
+    def record(params):  # after each step's gradient the mechanism's scratch holds its release
+        releases.append(released_value(float(params.noise.t[0]), tap.grid, tap.keep))
+
+    state, path = path_twin(job.model, gen, s.n, s.c, s.gamma, s.theta0, _look_layout(s, job.methods, s.n),
+                            tap=record if tap.methods else None)[:2]
+    released = {m: release_reference(m, releases, tap.keep, s.level, s.n) for m in tap.methods}
+    path_methods = [m for m in job.methods if m not in released]
     bounds = np.full((grid.shape[0], len(job.methods), 2), np.nan)
     for q in range(grid.shape[0] - 1, -1, -1):
         k = int(grid[q])
@@ -190,11 +203,14 @@ def _twin_looks(job, setting, grid, gen):
         if not at.finite(k):
             continue
         with np.errstate(all="ignore"):
-            got = inference.intervals(job.methods, at, look, gen, n_boot=s.B, law=s.multiplier, level=s.level,
-                                      sigma=job.sigma, t_opt=s.n)[:, 0]
-        for j in range(len(job.methods)):
-            if np.isfinite(got[j]).all() and inference.resolved(got[j]):
-                bounds[q, j] = got[j]
+            got = dict(zip(path_methods, inference.intervals(
+                path_methods, at, look, gen, n_boot=s.B, law=s.multiplier, level=s.level, sigma=job.sigma,
+                t_opt=s.n)[:, 0]))
+        for j, m in enumerate(job.methods):
+            if m in released:
+                bounds[q, j] = released[m][0][k - 1], released[m][1][k - 1]
+            elif np.isfinite(got[m]).all() and inference.resolved(got[m]):
+                bounds[q, j] = got[m]
     theta_bar = float(state.theta_bar[0]) if state.steps == s.n else math.nan
     return bounds, theta_bar, state.steps
 

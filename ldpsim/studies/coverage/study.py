@@ -28,6 +28,7 @@ from ...engine.rng import as_generator
 from ...inference import intervals
 from ...inference.intervals import (BATCH_METHODS, DEFAULT_METHODS, METHODS, MIN_BOOTSTRAP_DRAWS, MULTIPLIERS,
                                     RESOLVED_ULPS, min_bootstrap_draws, resolved, uses_batches, uses_blocks)
+from ...inference.nprr_cs import RELEASE_METHODS
 from ...inference.streaming import StreamLayout, floor_power
 from ...inference.zoo import ZOO_METHODS
 from ...models import build_model, model_class
@@ -41,6 +42,7 @@ from ..base import Study, pilot_n, stack
 from .figures import write_coverage_figure
 from .looks import (LOOK_KEY_NAMES, LOOK_KEYS, LOOKS_COLUMNS, UNIFORM_COLUMNS, look_grid, look_memory,
                     look_replication, look_tables, render_uniform, validate_looks, write_look_outputs)
+from .releases import validate_releases
 from .summary import key_columns, summarize
 from .tables import render_latex, render_markdown
 from .zoo import (ZOO_KEYS, Stopwatch, classic_methods, idle_zoo_keys, replication_index, state_floats, validate_zoo,
@@ -60,8 +62,9 @@ INFERENCE_KEYS = (
     Key("multiplier", "choice", "uniform", choices=MULTIPLIERS, help="law of the bootstrap multipliers"),
 )
 _INFERENCE_NAMES = tuple(k.name for k in INFERENCE_KEYS)
-METHODS_KEY = Key("methods", "choices", DEFAULT_METHODS, grid=False, choices=METHODS + ZOO_METHODS,
-                  help="interval methods (the zoo's: docs/zoo.md)")
+METHODS_KEY = Key("methods", "choices", DEFAULT_METHODS, grid=False,
+                  choices=METHODS + tuple(RELEASE_METHODS) + ZOO_METHODS,
+                  help="interval methods (the zoo's: docs/zoo.md; NPRR's, with looks: docs/sequential.md)")
 
 
 def _batch_user(methods) -> str:
@@ -159,6 +162,7 @@ class CoverageStudy(Study):
         check_run_memory(self, [s], options, 1)  # before the layout, which is as large as the blocks
         validate_zoo(s, options)
         validate_looks(s, options)
+        validate_releases(s, options)
         if uses_batches(methods) and s.gamma >= 1.0:
             raise ConfigError(f"gamma = {s.gamma} leaves no batch-means batches; {_batch_user(methods)} needs "
                               "gamma < 1")

@@ -52,6 +52,7 @@ from ...engine.errors import MissingExtra  # noqa: F401  (figure_class raises it
 from ...engine.resources import FLOAT, check_memory
 from ...inference import intervals as inference
 from ...inference.streaming import checkpoint_grid, floor_power
+from ...inference.nprr_cs import RELEASE_METHODS
 from ...inference.zoo import ZOO_METHODS
 from ...models import MODELS, build_model, model_class
 from ...engine.rng import replication_generator
@@ -153,9 +154,11 @@ def resolve_trace(mapping: dict, where: str = "config") -> TraceConfig:
     raw.pop("study", None)
     methods = raw["methods"] if isinstance(raw["methods"], (list, tuple)) else [raw["methods"]]
     zoo = [m for m in methods if m in ZOO_METHODS]
-    if zoo:
+    nprr = [m for m in methods if m in RELEASE_METHODS]
+    if zoo or nprr:
         raise cfg.ConfigError(f"methods = {cfg.show(list(methods))}: trace draws {', '.join(inference.METHODS)} along "
-                              f"one path; the zoo's methods ({', '.join(zoo)}) run in `ldpsim run`")
+                              + (f"one path; the zoo's methods ({', '.join(zoo)}) run in `ldpsim run`" if zoo else
+                                 f"one path; NPRR's ({', '.join(nprr)}) run in `ldpsim run` with looks"))
     for key, value in raw.items():
         if key != "methods" and isinstance(value, (list, tuple)):
             raise cfg.ConfigError(f"{key} = {cfg.show(value)} is a list; trace follows one path, so give one value")

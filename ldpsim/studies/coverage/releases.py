@@ -1,0 +1,83 @@
+"""Methods that read each user's release beside the SGD path: NPRR's confidence sequences and intervals.
+
+The mean model with ``mechanism: nprr`` (issue 30) releases one NPRR value per
+user and steps on it. Waudby-Smith, Wu & Ramdas (2023) build confidence
+sequences and intervals for the mean from those same values
+(:mod:`ldpsim.inference.nprr_cs`); with ``NPRR_H``, ``NPRR_EB``, ``NPRR_H_CI``
+or ``NPRR_EB_CI`` among the methods of a run with looks, the checkpoint kernel
+streams each step's release into their states (O(1) floats each) and records
+their running bounds at every look (:func:`.checkpoints.run_trace`). The SGD
+methods and these read the same releases of the same users.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...engine.config import ConfigError, show
+from ...inference.nprr_cs import PARAMS_SIZE, RELEASE_METHODS, STATE_SIZE, nprr_state, release_params
+from ...privacy.ldp import NPRR
+
+
+def release_methods(methods) -> tuple[str, ...]:
+    """The methods of ``methods`` that read each user's release, in their order."""
+    return tuple(m for m in methods if m in RELEASE_METHODS)
+
+
+@dataclass(frozen=True)
+class ReleaseTap:
+    """What the kernel needs to stream the release methods of one setting.
+
+    Attributes
+    ----------
+    methods : tuple of str
+        Names from :data:`~ldpsim.inference.nprr_cs.RELEASE_METHODS`.
+    grid, keep : float
+        NPRR's ``G`` and ``r``.
+    params : numpy.ndarray
+        ``(len(methods), PARAMS_SIZE)``.
+    """
+
+    methods: tuple
+    grid: float
+    keep: float
+    params: np.ndarray
+
+    @classmethod
+    def build(cls, model, methods, level: float, n: int) -> "ReleaseTap":
+        """The tap of ``methods`` (empty without release methods) for a ``model`` run to ``n`` at ``level``."""
+        names = release_methods(methods)
+        mech = getattr(model, "mechanism", None)
+        if not names:
+            return cls((), 0.0, 0.0, np.zeros((0, PARAMS_SIZE)))
+        if getattr(model, "name", None) != "mean" or not isinstance(mech, NPRR):
+            raise ValueError(f"{names[0]} reads NPRR releases: the mean model with mechanism nprr, not {model!r}")
+        return cls(names, float(mech.G), float(mech.r), release_params(names, float(mech.r), level, n))
+
+    def kernel_arrays(self, kernel_params, looks: int):
+        """``(tap, scratch, params, states, out)`` for the kernel: ``out`` ``(looks, len(methods), 2)``, NaN."""
+        j = len(self.methods)
+        scratch = kernel_params.noise.t if j else np.zeros(1)  # the release's own scratch: it holds the release
+        states = np.zeros((j, STATE_SIZE))
+        for q in range(j):
+            states[q] = nprr_state()
+        return (np.array([self.grid, self.keep]), scratch, self.params, states, np.full((looks, j, 2), np.nan))
+
+
+def validate_releases(s, options) -> None:
+    """Refuse, in one line, release methods where there is no NPRR release to read, or no looks."""
+    names = release_methods(options["methods"])
+    if not names:
+        return
+    methods = f"methods = {show(list(options['methods']))}"
+    if s.model != "mean" or s.mechanism != "nprr":
+        raise ConfigError(f"{methods} with model = {s.model!r}, mechanism = {show(getattr(s, 'mechanism', None))}: "
+                          f"{', '.join(names)} read each user's NPRR release: model mean with mechanism nprr")
+    if not options["looks"]:
+        raise ConfigError(f"{methods} without looks: {', '.join(names)} stream each user's release in the checkpoint "
+                          "kernel; set looks (true, or a number of looks; the last look is n)")
+
+
+__all__ = ["ReleaseTap", "release_methods", "validate_releases"]
