@@ -187,6 +187,24 @@ def run_looks(n, seed):
     return run_trace(QuantileModel(TAU, EPSILON), _gens(seed, 1)[0], C, GAMMA, THETA0, layout)
 
 
+#: NPRR's four confidence sets (issue 31) streamed beside the mean model's looks.
+NPRR_METHODS = ("NPRR_H", "NPRR_EB", "NPRR_H_CI", "NPRR_EB_CI")
+
+
+def run_looks_mean(n, seed, nprr=True):
+    """One path of the mean model with NPRR (U(0, 1), epsilon 2) through the looks' kernel, with NPRR's four
+    confidence sets streamed (``nprr``) or not: the same path, the same draws."""
+    from ldpsim.inference.streaming import checkpoint_grid
+    from ldpsim.models.mean import MeanModel
+    from ldpsim.studies.coverage.checkpoints import TraceLayout, run_trace
+    from ldpsim.studies.coverage.releases import ReleaseTap
+
+    model = MeanModel(2.0, "nprr")
+    layout = TraceLayout.build(checkpoint_grid(n, LOOKS, n // 100), BETA, GAMMA)
+    tap = ReleaseTap.build(model, NPRR_METHODS if nprr else (), 0.9, n)
+    return run_trace(model, _gens(seed, 1)[0], C, GAMMA, THETA0, layout, tap)
+
+
 def numpy_paths(n, reps, seed, chunk=1024):
     """The kernel's algorithm in plain numpy, vectorised over ``reps`` replications.
 
@@ -343,6 +361,8 @@ def main(argv=None):
     run_floor(1000, 0, old=True)
     run_qr_floor(1000, 0, old=True)
     run_looks(10_000, 0)
+    run_looks_mean(10_000, 0)
+    run_looks_mean(10_000, 0, nprr=False)
     numpy_paths(2 * 1024, reps, 0)
     run_config("configs/sweep_gamma_beta.yaml", reps=2, n=10**5, n_jobs=1)
     run_config("configs/sweep_gamma_beta.yaml", reps=2, n=10**5, n_jobs=1, beta=0.75)
@@ -351,7 +371,8 @@ def main(argv=None):
     qr_same = qr_sanity(10**4 + 17, 4321)
 
     per_width = [f"{name}_L{lanes}" for lanes in widths for name in ("kernel", "floor", "qr_kernel", "qr_floor")]
-    names = tuple(per_width) + ("old_floor", "numpy", "qr_old_floor", "sweep", "sweep_one", "table1", "looks")
+    names = tuple(per_width) + ("old_floor", "numpy", "qr_old_floor", "sweep", "sweep_one", "table1", "looks",
+                                 "looks_mean", "looks_nprr")
     t = {name: [] for name in names}
     slice_steps = args.reps_table * TABLE1_TAUS * sum(TABLE1_NS)
     full_steps = TABLE1_REPS * TABLE1_TAUS * sum(TABLE1_NS)
@@ -363,6 +384,8 @@ def main(argv=None):
             t[f"qr_floor_L{lanes}"].append(timed(run_qr_floor, n_qr, 500 + rep, lanes=lanes) / n_qr * 1e9)
         t["old_floor"].append(timed(run_floor, n, 200 + rep, old=True) / n * 1e9)
         t["looks"].append(timed(run_looks, n, 100 + rep) / n * 1e9)
+        t["looks_mean"].append(timed(run_looks_mean, n, 600 + rep, nprr=False) / n * 1e9)
+        t["looks_nprr"].append(timed(run_looks_mean, n, 600 + rep) / n * 1e9)
         t["numpy"].append(timed(numpy_paths, n_vec, reps, 300 + rep) / (n_vec * reps) * 1e9)
         t["qr_old_floor"].append(timed(run_qr_floor, n_qr, 500 + rep, old=True) / n_qr * 1e9)
         t["sweep"].append(timed(run_config, "configs/sweep_gamma_beta.yaml", reps=args.reps_sweep, n_jobs=1))
@@ -404,6 +427,8 @@ def main(argv=None):
         "looks_ns": med(t["looks"]),
         "looks_over_kernel_L1": ratio("looks", "kernel_L1"),
         f"looks_over_kernel_L{LANES}": ratio("looks", f"kernel_L{LANES}"),
+        "looks_mean_ns": med(t["looks_mean"]), "looks_nprr_ns": med(t["looks_nprr"]),
+        "looks_nprr_over_mean": ratio("looks_nprr", "looks_mean"),
         "reps_sweep": args.reps_sweep,
         "sweep_s": med(t["sweep"]), "sweep_one_beta_s": med(t["sweep_one"]),
         "sweep_over_one_beta": ratio("sweep", "sweep_one"),
@@ -430,6 +455,8 @@ def main(argv=None):
           f"(L = {LANES}) {res['numpy_over_kernel']:.2f}")
     print(f"looks ({LOOKS}, one lane, trace kernel) {res['looks_ns']:7.2f} ns/step: over the quantile kernel at L = 1 "
           f"{res['looks_over_kernel_L1']:.2f}, at L = {LANES} (a run without looks) {res[f'looks_over_kernel_L{LANES}']:.2f}")
+    print(f"looks, mean model with NPRR (U(0, 1), eps 2): {res['looks_mean_ns']:7.2f} ns/step; with NPRR's four "
+          f"confidence sets streamed {res['looks_nprr_ns']:7.2f} ns/step, ratio {res['looks_nprr_over_mean']:.2f}")
     print(f"QR old floor {res['qr_old_floor_ns']:.1f} ns/step; QR kernel (L = {LANES}) / old floor "
           f"{res['qr_kernel_over_old_floor']:.2f}")
     print(f"sweep (5 beta per gamma) {res['sweep_s']:.2f} s vs one beta {res['sweep_one_beta_s']:.2f} s at "

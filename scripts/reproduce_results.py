@@ -2,7 +2,8 @@
 
 For each ``results/<name>/`` (or those named on the command line) this reruns
 the command its ``meta.json`` records, into a scratch directory, and compares
-every committed CSV table (``summary.csv``, ``rates.csv``, ``trace.csv``)
+every committed CSV table (``summary.csv``, ``rates.csv``, ``trace.csv``, and a run with looks'
+``looks.csv`` and ``uniform.csv``)
 with the rerun's. It is the check that a change of code changed no number:
 
     python scripts/reproduce_results.py                 # every run (about 50 minutes on 2 cores)
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLES = ("summary.csv", "rates.csv", "trace.csv")
+TABLES = ("summary.csv", "rates.csv", "trace.csv", "looks.csv", "uniform.csv")
 
 
 def rerun(run_dir: Path, scratch: Path) -> tuple[bool, str]:
