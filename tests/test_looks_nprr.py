@@ -50,7 +50,7 @@ def test_the_recovered_releases_are_nprrs_grid_values_with_its_mean():
 
 
 def test_the_release_methods_draw_nothing_and_leave_the_path_as_it_was():
-    model = MeanModel(2.0, "nprr")
+    model = MeanModel(2.0, "nprr", law="beta(50, 50)")  # the law of every test here: one kernel to compile
     layout = TraceLayout.build(np.array([40, 400, 2000]), 0.75, 0.6)
     bare = run_trace(model, as_generator(5), 1.0, 0.6, 0.0, layout)
     tap = ReleaseTap.build(model, NPRR_METHODS, 0.9, 2000)
