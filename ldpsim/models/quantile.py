@@ -1,9 +1,16 @@
-"""Quantile of N(0, 1) by LDP-SGD with randomized response (000, Section 4).
+"""Quantile of N(0, 1) or the standard Cauchy law by LDP-SGD with randomized response (000, Section 4).
 
 The loss gradient at ``theta`` for observation ``X`` is
 ``g = -tau + 1{X <= theta}``; the indicator is privatized by randomized
 response and debiased, so the reported gradient is
 ``-tau + (A_RR - (1 - p)) / (2p - 1)``, unbiased for ``g`` given ``X``.
+
+The law of ``X`` is the config key ``law``: ``normal`` (the default, the law
+of every run before the key) or ``cauchy``, the standard Cauchy law (Cai,
+Hu, Sun & Wu, NeurIPS 2025), drawn by inversion as
+``X = tan(pi (U - 1/2))`` from one uniform ``U``. The law changes the data
+only: the gradient, its privatization and ``S`` are the same, while
+``theta* = F^-1(tau)`` and ``G = f(theta*)`` are the law's.
 """
 
 from __future__ import annotations
@@ -14,7 +21,9 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from ..extend import Model, normal, observe, randomized_response, register_scalar, where
+from ..engine.errors import ConfigError
+from ..engine.lanes import _lane_by_lane, _register_math
+from ..extend import Model, normal, observe, randomized_response, register_scalar, uniform, where
 from ..privacy.mechanisms import RandomizedResponse
 
 
@@ -27,7 +36,7 @@ from ..privacy.mechanisms import RandomizedResponse
 
 
 class QuantileRR(NamedTuple):
-    """Constants of the privatized quantile gradient, as the kernel needs them."""
+    """Constants of the privatized quantile gradient, as the kernel needs them (``X ~ N(0, 1)``)."""
 
     flip_prob: float  # 1 - p
     scale: float  # 1 / (2p - 1)
@@ -37,11 +46,39 @@ class QuantileRR(NamedTuple):
 
 
 class QuantilePlain(NamedTuple):
-    """Constants of the non-private quantile gradient (epsilon = inf)."""
+    """Constants of the non-private quantile gradient (epsilon = inf, ``X ~ N(0, 1)``)."""
 
     tau: float
     high: float  # 1 - tau
     low: float  # -tau
+
+
+class QuantileRRCauchy(NamedTuple):
+    """:class:`QuantileRR` of standard Cauchy data: the same fields, another draw."""
+
+    flip_prob: float
+    scale: float
+    offset: float
+    high: float
+    low: float
+
+
+class QuantilePlainCauchy(NamedTuple):
+    """:class:`QuantilePlain` of standard Cauchy data."""
+
+    tau: float
+    high: float
+    low: float
+
+
+#: The records of each law, ``(randomized response, non-private)``.
+RECORDS = {"normal": (QuantileRR, QuantilePlain), "cauchy": (QuantileRRCauchy, QuantilePlainCauchy)}
+#: The values of the ``law`` key, the default first.
+LAWS = tuple(RECORDS)
+
+# math.tan of a lane vector (engine/lanes.py registers sqrt, exp, log, log1p and expm1 only): numba's scalar tan,
+# lane by lane, so that every lane draws the bits of a one-lane run (and of the twin's math.tan: the same libm call)
+_register_math(math.tan, _lane_by_lane(math.tan))
 
 
 @observe.register(QuantileRR)
@@ -51,6 +88,17 @@ def draw_normal(params, gen):
     return normal(gen)
 
 
+@observe.register(QuantileRRCauchy)
+@observe.register(QuantilePlainCauchy)
+def draw_cauchy(params, gen):
+    """One observation ``X = tan(pi (U - 1/2))``, standard Cauchy, from ``U ~ U[0, 1)``.
+
+    ``U - 1/2`` is exact; ``U = 0`` gives ``tan(-pi/2)``, about ``-1.6e16``, finite.
+    """
+    return math.tan(math.pi * (uniform(gen) - 0.5))
+
+
+@register_scalar(QuantileRRCauchy)
 @register_scalar(QuantileRR)
 def quantile_rr_gradient(params, obs, theta, gen):
     """The debiased randomized-response gradient of ``X = obs`` at ``theta``."""
@@ -58,14 +106,34 @@ def quantile_rr_gradient(params, obs, theta, gen):
     return where(report, params.high, params.low)
 
 
+@register_scalar(QuantilePlainCauchy)
 @register_scalar(QuantilePlain)
 def quantile_plain_gradient(params, obs, theta, gen):
     """``-tau + 1{X <= theta}`` of ``X = obs``."""
     return where(obs <= theta, params.high, params.low)
 
 
+def parse_law(name: str, value) -> str:
+    """A ``law`` value of the quantile model in its canonical spelling: ``'normal'`` or ``'cauchy'``.
+
+    Raises
+    ------
+    ConfigError
+        In one line naming the key, the value and the laws allowed.
+    """
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text in LAWS:
+        return text
+    raise ConfigError(f"{name} = {value!r} is not a law of the quantile model; allowed: normal (default), cauchy")
+
+
+def law_distribution(law: str):
+    """``scipy.stats`` frozen law of ``X``: ``norm()`` or ``cauchy()``."""
+    return stats.cauchy() if law == "cauchy" else stats.norm()
+
+
 class QuantileModel(Model):
-    """The ``tau``-quantile of N(0, 1) under epsilon-LDP randomized response.
+    """The ``tau``-quantile of N(0, 1) or the standard Cauchy law under epsilon-LDP randomized response.
 
     Parameters
     ----------
@@ -73,38 +141,54 @@ class QuantileModel(Model):
         Quantile level in (0, 1).
     epsilon : float
         Privacy budget (> 0, ``inf`` for non-private SGD).
+    mechanism : str
+        ``'rr'``, the only one.
+    law : str, optional
+        ``'normal'`` (default, also for ``None``) or ``'cauchy'`` (see :func:`parse_law`).
+
+    Notes
+    -----
+    ``theta* = F^-1(tau)``: ``Phi^-1(tau)``, or ``tan(pi (tau - 1/2))`` for
+    Cauchy data; ``G = f(theta*)``: ``phi(theta*)``, or
+    ``1 / (pi (1 + theta*^2))``; ``S = tau (1 - tau) + S_LDP`` for both laws.
     """
 
     name = "quantile"
     dim = 1
-    keys = ("tau", "mechanism")
+    keys = ("tau", "mechanism", "law")
     mechanisms = ("rr",)
     path_keys = ("n", "tau", "epsilon", "c", "gamma", "theta0")
+    key_defaults = {"law": "normal"}
+    late_path_keys = key_defaults  # the law of every run before the key
 
-    def __init__(self, tau: float, epsilon: float, mechanism: str = "rr"):
+    def __init__(self, tau: float, epsilon: float, mechanism: str = "rr", law: str | None = None):
         self.tau = float(tau)
         self.epsilon = float(epsilon)
+        self.law = parse_law("law", "normal" if law is None else law)
         self.mechanism = None if math.isinf(self.epsilon) else RandomizedResponse(self.epsilon)
 
     def kernel_params(self, lanes: int = 1):
+        rr_record, plain_record = RECORDS[self.law]
         if self.mechanism is None:
-            return QuantilePlain(self.tau, 1.0 - self.tau, 0.0 - self.tau)
+            return plain_record(self.tau, 1.0 - self.tau, 0.0 - self.tau)
         rr = self.mechanism
         offset = self.tau + rr.shift
-        return QuantileRR(rr.flip_prob, rr.scale, offset, rr.scale * 1.0 - offset, rr.scale * 0.0 - offset)
+        return rr_record(rr.flip_prob, rr.scale, offset, rr.scale * 1.0 - offset, rr.scale * 0.0 - offset)
 
     def theta_star(self) -> np.ndarray:
-        return np.array([stats.norm.ppf(self.tau)])
+        """``F^-1(tau)`` of the law."""
+        return np.array([law_distribution(self.law).ppf(self.tau)])
 
     def _density(self) -> float:
-        return float(stats.norm.pdf(stats.norm.ppf(self.tau)))
+        dist = law_distribution(self.law)
+        return float(dist.pdf(dist.ppf(self.tau)))
 
     def hessian(self) -> np.ndarray:
-        """``f(x_tau)``, the N(0, 1) density at the quantile."""
+        """``f(x_tau)``, the law's density at the quantile."""
         return np.array([[self._density()]])
 
     def gradient_covariance(self) -> np.ndarray:
-        """``tau (1 - tau) + S_LDP`` with ``S_LDP = e^eps / (e^eps - 1)^2`` (docs/corrections.md, item 1)."""
+        """``tau (1 - tau) + S_LDP`` with ``S_LDP = e^eps / (e^eps - 1)^2`` (docs/corrections.md, item 1), any law."""
         extra = 0.0 if self.mechanism is None else self.mechanism.variance
         return np.array([[self.tau * (1.0 - self.tau) + extra]])
 
@@ -113,7 +197,9 @@ class QuantileModel(Model):
         return self.gradient_covariance() / self._density() ** 2 / batch_size
 
     def __repr__(self) -> str:
-        return f"QuantileModel(tau={self.tau}, epsilon={self.epsilon})"
+        """``QuantileModel(tau=..., epsilon=...)``, with ``law=...`` when the law is not the default normal."""
+        law = "" if self.law == "normal" else f", law={self.law!r}"
+        return f"QuantileModel(tau={self.tau}, epsilon={self.epsilon}{law})"
 
 
-__all__ = ["QuantileModel", "QuantilePlain", "QuantileRR"]
+__all__ = ["QuantileModel", "QuantilePlain", "QuantilePlainCauchy", "QuantileRR", "QuantileRRCauchy", "parse_law"]
