@@ -55,8 +55,9 @@ def test_the_tables_say_each_keys_default_and_allowed_values():
             for line in table.splitlines()[2:]}
     assert rows["tau"] == ["0.5", "number in (0, 1)", "yes", "quantile level (quantile models)"]
     assert rows["n"][:2] == ["1e6", "integer in [2, 2^53]"]
-    assert rows["methods"][:3] == ["BB, BM, SN, oracle", "a list of `BB`, `BBjoint`, `BM`, `SN`, `oracle`, `AsympCS`, `AsympCS_oracle`, `HulC`, "
-                                   "`HiGrad`, `OB`, `OB_split`, `OBM`, `plugin_oracle`", "no"]
+    assert rows["methods"][:3] == ["BB, BM, SN, oracle", "a list of `BB`, `BBjoint`, `BM`, `SN`, `oracle`, `AsympCS`, `AsympCS_oracle`, `NPRR_H`, "
+                                   "`NPRR_EB`, `NPRR_H_CI`, `NPRR_EB_CI`, `HulC`, `HiGrad`, `OB`, `OB_split`, `OBM`, "
+                                   "`plugin_oracle`", "no"]
     assert rows["delta"][0] == "1e-5" and rows["theta0"][1] == "finite reals"
     assert rows["mechanism"][1].endswith(", or none")
     assert rows["seed"][0] == "20240501" and rows["reps"][0] == "500"

@@ -26,8 +26,24 @@ from ..models import MODELS, canonical_model, is_user_model, model_class
 from ..models import user as user_models
 from ..models.covariates import COVARIATES
 from ..models.mean import parse_law
+from ..models.quantile import parse_law as parse_quantile_law
 from ..privacy.mechanisms import MECHANISMS, Mechanism
 from ..privacy.online import ONLINE_MECHANISMS, parse_budget
+
+
+def parse_data_law(name: str, value) -> str:
+    """A ``law`` value of any model that has one, in its canonical spelling; each model refuses the others' laws.
+
+    The mean model's (``uniform``, ``beta(a, b)``) or the quantile model's (``normal``, ``cauchy``).
+    """
+    for parse in (parse_law, parse_quantile_law):
+        try:
+            return parse(name, value)
+        except ConfigError:
+            pass
+    raise ConfigError(f"{name} = {value!r} is not a data law; allowed: uniform, or beta(a, b) with integers a, b >= 1 "
+                      "and a + b <= 200 (model mean); normal or cauchy (model quantile)")
+
 
 #: The built-in mechanisms' names, as configs spell them.
 MECHANISM_NAMES = MECHANISMS + tuple(m for m in ONLINE_MECHANISMS if m not in MECHANISMS)
@@ -66,8 +82,10 @@ PATH_KEYS = (
     Key("dim", "int", None, range=Range("[1, 1000]"), nullable=True,
         help="covariates d besides the intercept, x = (1, z), z in R^d: online models (default 5), regression "
              "models (default 3)"),
-    Key("law", "any", None, nullable=True, convert=parse_law, label="uniform, or beta(a, b) with integers a, b >= 1",
-        help="data law of the mean model on [0, 1]: uniform (default) or beta(a, b), integers a, b >= 1"),
+    Key("law", "any", None, nullable=True, convert=parse_data_law,
+        label="uniform or beta(a, b) (model mean); normal or cauchy (model quantile)",
+        help="data law: mean model on [0, 1], uniform (default) or beta(a, b) with integers a, b >= 1; quantile "
+             "model, normal (default) or cauchy"),
     Key("mu", "float", 1.0, range=Range("(0, inf]"), help="GDP budget per user (mechanism gdp); inf: non-private"),
     Key("budget", "any", None, nullable=True, convert=parse_budget,
         help="per-user budget law of the online models, {uniform: [a, b]}; default: the constant mu / epsilon"),

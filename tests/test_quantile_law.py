@@ -1,0 +1,220 @@
+"""The quantile model's ``law`` key: ``normal`` (the default, every run before the key) or ``cauchy``.
+
+* the default leaves every seed and record as it was (``late_path_keys``): seed keys of quantile settings
+  computed at fb13cd4, the commit before the key, are held here;
+* the Cauchy records run through the kernel (1 and 8 lanes) and the plain-Python twin to the bit, with
+  randomized response and at ``epsilon = inf``;
+* the draw ``tan(pi (U - 1/2))`` has the standard Cauchy law (quantiles within 4 SE of scipy's);
+* ``theta*``, ``G``, ``S`` and ``Sigma`` against the closed forms, and the privatized gradient's mean and
+  variance at ``theta*`` through the kernel (4 SE);
+* a law that is not one is refused in one line naming the key and the laws allowed;
+* the oracle interval covers near its level on Cauchy data.
+
+The config key ``law`` converts its values with the mean model's ``parse_law`` (ldpsim/recursion/keys.py),
+which refuses ``cauchy``: the Cauchy settings here are built from a loaded quantile setting with ``law``
+replaced and its seed key recomputed, as the loader does (:func:`_cauchy_setting`).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import ldpsim
+from ldpsim.engine.config import Setting
+from ldpsim.engine.errors import ConfigError
+from ldpsim.models import truth as truth_module
+from ldpsim.models.quantile import (QuantileModel, QuantilePlain, QuantilePlainCauchy, QuantileRR, QuantileRRCauchy,
+                                    draw_cauchy, parse_law)
+from ldpsim.recursion.keys import path_seed_key
+from ldpsim.studies import STUDIES
+
+#: Tolerance of every Monte Carlo comparison, in standard errors.
+Z = 4.0
+LOG3 = 1.0986122886681098  # log((1 + r) / (1 - r)) at r = 1/2
+
+
+def _cauchy_setting(**extra):
+    """A loaded quantile config and its first setting with ``law = cauchy``, seeded as the loader seeds it."""
+    loaded = ldpsim.load_config(dict(model="quantile", **extra))
+    values = {**loaded.settings[0].as_dict(), "law": "cauchy"}
+    return loaded, Setting(values, path_seed_key(values))
+
+
+# --- the default: seeds and records as before the key -------------------------------------------------
+
+
+# seed keys printed by ldpsim.load_config(...).settings[0].seed_key at fb13cd4 (the commit before the key)
+@pytest.mark.parametrize("extra, before", [
+    (dict(), 7715663853781291448),
+    (dict(tau=0.3, epsilon=LOG3), 3528545680309848417),
+    (dict(tau=0.8, epsilon=math.inf, n=5000, c=0.5, gamma=0.6), 13352599697837803071),
+])
+def test_the_default_law_keeps_the_seeds_of_the_runs_before_the_key(extra, before):
+    setting = ldpsim.load_config(dict(model="quantile", **{"n": 100, "reps": 2, **extra})).settings[0]
+    assert setting.law == "normal"
+    assert setting.seed_key == before
+    values = setting.as_dict()
+    assert path_seed_key({**values, "law": "normal"}) == before  # the default spelled out: the same seed
+    assert path_seed_key({**values, "law": "cauchy"}) != before  # another law: another seed
+
+
+def test_the_law_is_blank_for_other_models_and_their_seeds_stay():
+    # the mean model's own law and default are untouched; the logistic model reads no law
+    assert ldpsim.load_config(dict(model="mean", n=100, reps=2)).settings[0].law == "uniform"
+    assert ldpsim.load_config(dict(model="logistic", n=100, reps=2)).settings[0].law is None
+
+
+@pytest.mark.parametrize("epsilon, normal, cauchy", [(LOG3, QuantileRR, QuantileRRCauchy),
+                                                      (math.inf, QuantilePlain, QuantilePlainCauchy)])
+def test_each_law_has_its_record_with_the_same_constants(epsilon, normal, cauchy):
+    default = QuantileModel(0.3, epsilon).kernel_params()
+    assert type(default) is normal and type(QuantileModel(0.3, epsilon, law="normal").kernel_params()) is normal
+    other = QuantileModel(0.3, epsilon, law="cauchy").kernel_params()
+    assert type(other) is cauchy and tuple(other) == tuple(default)  # same fields, same numbers: only the draw differs
+    assert repr(QuantileModel(0.3, epsilon)) == f"QuantileModel(tau=0.3, epsilon={epsilon})"
+    assert repr(QuantileModel(0.3, epsilon, law="cauchy")) == f"QuantileModel(tau=0.3, epsilon={epsilon}, law='cauchy')"
+
+
+# --- kernel and twin ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("epsilon", [LOG3, math.inf], ids=["rr", "inf"])
+def test_cauchy_kernel_at_1_and_8_lanes_equals_the_twin(epsilon):
+    # the methods and looks of configs/cs_quantile.yaml, small
+    loaded, setting = _cauchy_setting(tau=0.3, epsilon=epsilon, n=4000, reps=6, seed=11, gamma=0.6, B=50,
+                                      methods=["BB", "BM", "SN", "oracle", "AsympCS", "AsympCS_oracle"], looks=5,
+                                      first_look=400)
+    study = STUDIES["coverage"]
+    one = study.run_chunk(setting, loaded.options, loaded.seed, 0, 6, lanes=1)
+    eight = study.run_chunk(setting, loaded.options, loaded.seed, 0, 6, lanes=8)
+    twin = study.run_chunk(setting, loaded.options, loaded.seed, 0, 6, twin=True)
+    assert set(one) == set(twin) == set(eight)
+    for key in one:
+        np.testing.assert_array_equal(eight[key], one[key], err_msg=key)
+        if key == "look_bounds":  # the twin sums each earlier look's blocks from their definition (1e-15 relative)
+            np.testing.assert_allclose(twin[key], one[key], rtol=1e-9, atol=1e-12, err_msg=key)
+        else:
+            np.testing.assert_array_equal(twin[key], one[key], err_msg=key)
+    assert len(np.unique(one["theta_bar"][:, 0])) == 6
+    # and they are Cauchy paths: not the normal setting's (same tau, epsilon, n; another seed and draw)
+    normal = loaded.settings[0]
+    assert not np.array_equal(study.run_chunk(normal, loaded.options, loaded.seed, 0, 6, lanes=1)["theta_bar"],
+                              one["theta_bar"])
+
+
+# --- the draw ----------------------------------------------------------------------------------------
+
+
+def test_the_cauchy_draw_has_the_cauchy_quantiles():
+    # 2e5 draws of the registered observe function, as the twin runs it (the kernel draws the same numbers:
+    # test_cauchy_kernel_at_1_and_8_lanes_equals_the_twin); the sample p-quantile has SE sqrt(p (1 - p) / m) / f(x_p)
+    gen = np.random.Generator(np.random.SFC64(zlib.crc32(b"cauchy draws")))
+    params = QuantilePlainCauchy(0.5, 0.5, -0.5)
+    m = 200_000
+    x = np.array([draw_cauchy(params, gen) for _ in range(m)])
+    assert np.isfinite(x).all()
+    p = np.array([0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99])
+    want = stats.cauchy.ppf(p)
+    se = np.sqrt(p * (1 - p) / m) / stats.cauchy.pdf(want)
+    got = np.quantile(x, p)
+    assert (np.abs(got - want) < Z * se).all(), (got - want) / se
+    # heavy tails, not a normal's: about 2 m / (pi 100) draws beyond |x| > 100
+    beyond = np.mean(np.abs(x) > 100.0)
+    tail = 2.0 * stats.cauchy.sf(100.0)
+    assert abs(beyond - tail) < Z * math.sqrt(tail * (1 - tail) / m)
+
+
+# --- the truth ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tau", [0.3, 0.5, 0.8])
+@pytest.mark.parametrize("epsilon", [LOG3, math.inf])
+def test_cauchy_truth_against_the_closed_forms(tau, epsilon):
+    model = QuantileModel(tau, epsilon, law="cauchy")
+    x = math.tan(math.pi * (tau - 0.5))  # F^-1(tau) of F(x) = 1/2 + atan(x) / pi
+    f = 1.0 / (math.pi * (1.0 + x * x))
+    s_ldp = 0.0 if math.isinf(epsilon) else math.exp(epsilon) / math.expm1(epsilon) ** 2
+    s = tau * (1.0 - tau) + s_ldp
+    assert model.theta_star()[0] == pytest.approx(x, rel=1e-14, abs=1e-15)
+    assert model.hessian()[0, 0] == pytest.approx(f, rel=1e-14)
+    assert model.gradient_covariance()[0, 0] == pytest.approx(s, rel=1e-14)
+    assert model.sigma()[0, 0] == pytest.approx(s / f**2, rel=1e-13)
+    assert model.sigma(4)[0, 0] == pytest.approx(s / f**2 / 4, rel=1e-13)
+    # G is the derivative of the risk gradient E g(theta) = F(theta) - tau: a central difference of atan's
+    h = 1e-5
+    derivative = (math.atan(x + h) - math.atan(x - h)) / (2.0 * h) / math.pi
+    assert model.hessian()[0, 0] == pytest.approx(derivative, rel=1e-8)
+    # S does not depend on the law: the normal model's
+    assert model.gradient_covariance()[0, 0] == QuantileModel(tau, epsilon).gradient_covariance()[0, 0]
+
+
+def test_the_cauchy_median_has_the_textbook_variance():
+    # the sample median of Cauchy data: asymptotic variance pi^2 / 4 (f(0) = 1 / pi, tau (1 - tau) = 1/4)
+    model = QuantileModel(0.5, math.inf, law="cauchy")
+    assert model.theta_star()[0] == 0.0
+    assert model.sigma()[0, 0] == pytest.approx(math.pi**2 / 4.0, rel=1e-15)
+
+
+@pytest.mark.parametrize("tau", [0.3, 0.8])
+def test_cauchy_gradient_through_the_kernel_has_mean_0_and_variance_s(tau):
+    # the privatized gradient at theta*, drawn by the truth kernel: mean 0 and variance S, within 4 SE
+    model = QuantileModel(tau, LOG3, law="cauchy")
+    theta = np.asarray(model.theta_star(), dtype=float)
+    est = truth_module.summarize_sums(theta, truth_module.raw_sums(model.kernel_params(), theta, 1 << 18))
+    assert abs(est.mean[0]) < Z * est.mean_se[0]
+    assert abs(est.S[0, 0] - model.gradient_covariance()[0, 0]) < Z * est.S_se[0, 0]
+
+
+# --- refusals ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, canonical", [("normal", "normal"), ("cauchy", "cauchy"), (" Cauchy ", "cauchy"),
+                                             ("NORMAL", "normal")])
+def test_law_spellings(text, canonical):
+    assert parse_law("law", text) == canonical
+    assert QuantileModel(0.5, 1.0, law=text).law == canonical
+
+
+def test_no_law_is_the_normal_law():
+    assert QuantileModel(0.5, 1.0).law == QuantileModel(0.5, 1.0, law=None).law == "normal"
+
+
+@pytest.mark.parametrize("bad", ["student", "t(3)", "uniform", "beta(2, 5)", "", 3, 1.5, ["cauchy"], True])
+def test_bad_laws_are_refused_in_one_line(bad):
+    for refuse in (lambda: parse_law("law", bad), lambda: QuantileModel(0.5, 1.0, law=bad)):
+        with pytest.raises(ConfigError) as info:
+            refuse()
+        message = str(info.value)
+        assert "\n" not in message and message.startswith(f"law = {bad!r} ")
+        assert "quantile model" in message and message.endswith("allowed: normal (default), cauchy")
+
+
+def test_a_bad_law_is_refused_by_the_config_loader_in_one_line():
+    # the loader's key refuses it (today with the mean model's laws: keys.py converts with its parse_law)
+    with pytest.raises(ConfigError) as info:
+        ldpsim.load_config(dict(model="quantile", law="student", n=100, reps=2))
+    assert "\n" not in str(info.value) and str(info.value).startswith("law = 'student'")
+
+
+# --- coverage --------------------------------------------------------------------------------------
+
+
+def test_the_oracle_interval_covers_near_its_level_on_cauchy_data():
+    # 400 replications of the Cauchy median, epsilon = log 3, n = 1e5, gamma = 0.6: the oracle interval
+    # theta_bar +- z sqrt(Sigma / n) covers theta* = 0 within 4 binomial SEs of 0.9
+    reps = 400
+    loaded, setting = _cauchy_setting(tau=0.5, epsilon=LOG3, n=100_000, reps=reps, seed=20261129, gamma=0.6,
+                                      methods=["oracle"])
+    out = STUDIES["coverage"].run_chunk(setting, loaded.options, loaded.seed, 0, reps)
+    assert out["ok"].all()
+    lo, hi = out["bounds"][:, 0, 0, 0], out["bounds"][:, 0, 0, 1]
+    covered = np.mean((lo <= 0.0) & (0.0 <= hi))
+    assert abs(covered - 0.9) < Z * math.sqrt(0.9 * 0.1 / reps), covered
+    # and its half-length is z_0.95 sqrt(Sigma / n), Sigma = (1/4 + S_LDP) pi^2
+    sigma = (0.25 + math.exp(LOG3) / math.expm1(LOG3) ** 2) * math.pi**2
+    np.testing.assert_allclose((hi - lo) / 2.0, stats.norm.ppf(0.95) * math.sqrt(sigma / 100_000), rtol=1e-12)
