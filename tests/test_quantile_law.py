@@ -2,17 +2,17 @@
 
 * the default leaves every seed and record as it was (``late_path_keys``): seed keys of quantile settings
   computed at fb13cd4, the commit before the key, are held here;
-* the Cauchy records run through the kernel (1 and 8 lanes) and the plain-Python twin to the bit, with
-  randomized response and at ``epsilon = inf``;
+* the Cauchy records run through the lanes kernels (1 lane; 8 in the slow tier) and the plain-Python twin to
+  the bit, and through the looks' kernel (to 1e-9 at earlier looks, as tests/test_looks.py), with randomized
+  response and at ``epsilon = inf``;
 * the draw ``tan(pi (U - 1/2))`` has the standard Cauchy law (quantiles within 4 SE of scipy's);
 * ``theta*``, ``G``, ``S`` and ``Sigma`` against the closed forms, and the privatized gradient's mean and
   variance at ``theta*`` through the kernel (4 SE);
 * a law that is not one is refused in one line naming the key and the laws allowed;
 * the oracle interval covers near its level on Cauchy data.
 
-The config key ``law`` converts its values with the mean model's ``parse_law`` (ldpsim/recursion/keys.py),
-which refuses ``cauchy``: the Cauchy settings here are built from a loaded quantile setting with ``law``
-replaced and its seed key recomputed, as the loader does (:func:`_cauchy_setting`).
+The Cauchy settings here are loaded as a user's config would be (``law: cauchy``); the normal one beside
+each is the same config with the default law.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import pytest
 from scipy import stats
 
 import ldpsim
-from ldpsim.engine.config import Setting
 from ldpsim.engine.errors import ConfigError
 from ldpsim.models import truth as truth_module
 from ldpsim.models.quantile import (QuantileModel, QuantilePlain, QuantilePlainCauchy, QuantileRR, QuantileRRCauchy,
@@ -39,10 +38,10 @@ LOG3 = 1.0986122886681098  # log((1 + r) / (1 - r)) at r = 1/2
 
 
 def _cauchy_setting(**extra):
-    """A loaded quantile config and its first setting with ``law = cauchy``, seeded as the loader seeds it."""
-    loaded = ldpsim.load_config(dict(model="quantile", **extra))
-    values = {**loaded.settings[0].as_dict(), "law": "cauchy"}
-    return loaded, Setting(values, path_seed_key(values))
+    """A loaded quantile config of two settings, normal then Cauchy data, and its Cauchy setting."""
+    loaded = ldpsim.load_config(dict(model="quantile", law=["normal", "cauchy"], **extra))
+    assert [s.law for s in loaded.settings] == ["normal", "cauchy"]
+    return loaded, loaded.settings[1]
 
 
 # --- the default: seeds and records as before the key -------------------------------------------------
@@ -83,28 +82,39 @@ def test_each_law_has_its_record_with_the_same_constants(epsilon, normal, cauchy
 # --- kernel and twin ----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("lanes", [1, pytest.param(8, marks=pytest.mark.slow)])  # 8: a kernel compile more
 @pytest.mark.parametrize("epsilon", [LOG3, math.inf], ids=["rr", "inf"])
-def test_cauchy_kernel_at_1_and_8_lanes_equals_the_twin(epsilon):
+def test_cauchy_lanes_kernels_equal_the_twin(epsilon, lanes):
+    loaded, setting = _cauchy_setting(tau=0.3, epsilon=epsilon, n=4000, reps=6, seed=11, gamma=0.6, B=50,
+                                      methods=["BB", "BM", "SN", "oracle"])
+    study = STUDIES["coverage"]
+    kernel = study.run_chunk(setting, loaded.options, loaded.seed, 0, 6, lanes=lanes)
+    twin = study.run_chunk(setting, loaded.options, loaded.seed, 0, 6, twin=True)
+    assert set(kernel) == set(twin)
+    for key in kernel:
+        np.testing.assert_array_equal(twin[key], kernel[key], err_msg=key)
+    assert len(np.unique(kernel["theta_bar"][:, 0])) == 6
+    # and they are Cauchy paths: not the normal setting's (same tau, epsilon, n; another seed and draw)
+    normal = loaded.settings[0]
+    assert not np.array_equal(study.run_chunk(normal, loaded.options, loaded.seed, 0, 6, lanes=1)["theta_bar"],
+                              kernel["theta_bar"])
+
+
+@pytest.mark.parametrize("epsilon", [LOG3, math.inf], ids=["rr", "inf"])
+def test_cauchy_looks_equal_the_twin(epsilon):
     # the methods and looks of configs/cs_quantile.yaml, small
     loaded, setting = _cauchy_setting(tau=0.3, epsilon=epsilon, n=4000, reps=6, seed=11, gamma=0.6, B=50,
                                       methods=["BB", "BM", "SN", "oracle", "AsympCS", "AsympCS_oracle"], looks=5,
                                       first_look=400)
     study = STUDIES["coverage"]
-    one = study.run_chunk(setting, loaded.options, loaded.seed, 0, 6, lanes=1)
-    eight = study.run_chunk(setting, loaded.options, loaded.seed, 0, 6, lanes=8)
+    kernel = study.run_chunk(setting, loaded.options, loaded.seed, 0, 6)
     twin = study.run_chunk(setting, loaded.options, loaded.seed, 0, 6, twin=True)
-    assert set(one) == set(twin) == set(eight)
-    for key in one:
-        np.testing.assert_array_equal(eight[key], one[key], err_msg=key)
+    assert set(kernel) == set(twin)
+    for key in kernel:
         if key == "look_bounds":  # the twin sums each earlier look's blocks from their definition (1e-15 relative)
-            np.testing.assert_allclose(twin[key], one[key], rtol=1e-9, atol=1e-12, err_msg=key)
+            np.testing.assert_allclose(twin[key], kernel[key], rtol=1e-9, atol=1e-12, err_msg=key)
         else:
-            np.testing.assert_array_equal(twin[key], one[key], err_msg=key)
-    assert len(np.unique(one["theta_bar"][:, 0])) == 6
-    # and they are Cauchy paths: not the normal setting's (same tau, epsilon, n; another seed and draw)
-    normal = loaded.settings[0]
-    assert not np.array_equal(study.run_chunk(normal, loaded.options, loaded.seed, 0, 6, lanes=1)["theta_bar"],
-                              one["theta_bar"])
+            np.testing.assert_array_equal(twin[key], kernel[key], err_msg=key)
 
 
 # --- the draw ----------------------------------------------------------------------------------------
@@ -195,10 +205,12 @@ def test_bad_laws_are_refused_in_one_line(bad):
 
 
 def test_a_bad_law_is_refused_by_the_config_loader_in_one_line():
-    # the loader's key refuses it (today with the mean model's laws: keys.py converts with its parse_law)
+    # the loader's key refuses it, naming every model's laws; the mean model's law on the quantile model too
     with pytest.raises(ConfigError) as info:
         ldpsim.load_config(dict(model="quantile", law="student", n=100, reps=2))
     assert "\n" not in str(info.value) and str(info.value).startswith("law = 'student'")
+    with pytest.raises(ConfigError, match=r"^law = 'beta\(2, 5\)' is not a law of the quantile model"):
+        ldpsim.load_config(dict(model="quantile", law="beta(2, 5)", n=100, reps=2))
 
 
 # --- coverage --------------------------------------------------------------------------------------
