@@ -374,7 +374,7 @@ def _register_math(func, prim):
 
 
 _register_math(math.sqrt, _vsqrt)
-for _func in (math.exp, math.log, math.log1p, math.expm1):
+for _func in (math.exp, math.log, math.log1p, math.expm1, math.tan):  # tan: the quantile model's Cauchy draw
     _register_math(_func, _lane_by_lane(_func))
 
 

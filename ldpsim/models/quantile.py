@@ -22,7 +22,6 @@ import numpy as np
 from scipy import stats
 
 from ..engine.errors import ConfigError
-from ..engine.lanes import _lane_by_lane, _register_math
 from ..extend import Model, normal, observe, randomized_response, register_scalar, uniform, where
 from ..privacy.mechanisms import RandomizedResponse
 
@@ -75,10 +74,6 @@ class QuantilePlainCauchy(NamedTuple):
 RECORDS = {"normal": (QuantileRR, QuantilePlain), "cauchy": (QuantileRRCauchy, QuantilePlainCauchy)}
 #: The values of the ``law`` key, the default first.
 LAWS = tuple(RECORDS)
-
-# math.tan of a lane vector (engine/lanes.py registers sqrt, exp, log, log1p and expm1 only): numba's scalar tan,
-# lane by lane, so that every lane draws the bits of a one-lane run (and of the twin's math.tan: the same libm call)
-_register_math(math.tan, _lane_by_lane(math.tan))
 
 
 @observe.register(QuantileRR)
