@@ -138,6 +138,16 @@ def test_a_run_with_looks_writes_its_tables_and_figure(tmp_path):
     assert "uniform coverage" in result.render()
 
 
+def test_a_run_with_looks_over_a_grid_of_levels_draws_each_panels_level(tmp_path):
+    # configs/cs_quantile.yaml runs level [0.9, 0.95]: the figure drew the list as one line and raised
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "run"
+    result = ldpsim.run({**SMALL, "reps": 3, "looks": 4, "level": [0.9, 0.95], "methods": ["SN", "AsympCS_oracle"]},
+                        out=out, n_jobs=1, progress=False)
+    assert (out / "looks.png").exists()
+    assert {r["level"] for r in result.tables["uniform"]} == {0.9, 0.95}
+
+
 def test_the_oracle_cs_holds_at_every_look_and_the_oracle_interval_does_not():
     # 300 replications of the median at n = 2e4, 10 looks from 200: the confidence sequence with the true
     # variance holds theta* at every look in at least level - 3 SE of them; the pointwise oracle interval,
