@@ -128,6 +128,7 @@ def test_laplace_statistic_is_the_log_likelihood_ratio_times_the_scale():
     assert grid[-1] < np.abs(v).sum() and grid[-1] == pytest.approx(np.abs(v).sum(), rel=1e-8)
 
 
+@pytest.mark.slow  # 53 s (every mechanism, 3e4 draws per input): CI's slow tier, every landing
 def test_a_small_audit_of_every_mechanism_stays_below_its_claim():
     # the script's cases at 3e4 draws per input (1.5e4 to choose the test, 1.5e4 to bound): every lower bound
     # is below its claim, and the pure-epsilon ones already reach 0.5 of it. Each bound holds with probability

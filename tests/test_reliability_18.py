@@ -518,6 +518,7 @@ def test_an_empty_theorem_range_is_called_empty():
     assert "[11.11, 0.3102]" not in text
 
 
+@pytest.mark.slow  # 36 s (a huber_mallows trajectory kernel compiled for it): CI's slow tier
 def test_the_noise_free_path_from_1e300_gives_up_instead_of_running_for_hours(tmp_path, capsys):
     # the kernel diverges at once; summarising used to integrate the ODE from 1e300 for more than 10 minutes
     mapping = {"study": "trajectory", "model": "huber_mallows", "dim": 2, "theta0": 1e300, "n": 2000, "reps": 2,

@@ -28,6 +28,7 @@ def _copy(name: str, tmp_path: Path) -> Path:
 
 # --- the zoo's tables and figure ---------------------------------------------------------------------------------
 
+@pytest.mark.slow  # 16 s (a zoo kernel for a figure test): CI's slow tier
 def test_a_zoo_run_with_a_level_grid_draws_a_nominal_line_per_level(tmp_path):
     # zoo_tables drew the nominal line with the list [0.8, 0.95]: matplotlib refused, the run ended in exit 70
     # one zoo method draws the zoo's figure (every method would compile a kernel of its own for minutes)

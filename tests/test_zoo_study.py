@@ -159,6 +159,7 @@ def test_a_zoo_chunk_is_the_same_through_the_twin_and_in_groups(model):
         assert np.isnan(alone["seconds"]).all()  # replication 0 is not in 1..2: not timed
 
 
+@pytest.mark.slow  # 17 s, 500 replications: CI's slow tier
 def test_hulc_covers_at_its_known_level_for_a_median_unbiased_average():
     # the median of N(0, 1) from theta0 = 0 under randomized response: every segment's average is symmetric
     # about 0, so HulC covers with probability 1 - 2^(1 - B) = 0.9375 (B = 5 at level 0.9) at any n
