@@ -241,7 +241,7 @@ def _check_coverage_lanes(name, batch_size, lanes, count=None):
 @pytest.mark.parametrize("name, batch_size, lanes, count", [
     ("quantile_rr", 1, 8, 8), ("quantile_rr", 1, 8, 5), ("quantile_rr", 3, 3, 3),
     ("qr_truncnorm_laplace", 1, 8, 8), pytest.param("qr_truncnorm_laplace", 1, 3, 2, marks=pytest.mark.slow),
-    ("logistic", 1, 8, 8), ("mean_gaussian", 2, 8, 8),
+    pytest.param("logistic", 1, 8, 8, marks=pytest.mark.slow), ("mean_gaussian", 2, 8, 8),  # logistic: 13 s cold
 ])
 def test_coverage_lanes_give_each_lane_its_twin(name, batch_size, lanes, count):
     # count < lanes: a chunk's remainder in a padded call
@@ -301,10 +301,10 @@ def _check_trajectory_lanes(name, batch_size, lanes):
     assert _same_generators(gens, twins)
 
 
-# the fast tier keeps one (20 s of 8-lane kernels, cold); the others, and every model at 3 and 8 lanes, in the slow
+# every one in the slow tier (20 s of 8-lane kernels each, cold), with every model at 3 and 8 lanes
 @pytest.mark.parametrize("name, lanes", [pytest.param("huber_mallows", 8, marks=pytest.mark.slow),
                                          pytest.param("huber_per_user", 3, marks=pytest.mark.slow),
-                                         ("logistic_clip", 8)])
+                                         pytest.param("logistic_clip", 8, marks=pytest.mark.slow)])
 def test_trajectory_lanes_give_each_lane_its_twin(name, lanes):
     _check_trajectory_lanes(name, 1, lanes)
 
@@ -370,7 +370,8 @@ def test_lanes_out_of_range_is_one_line(lanes, message):
 
 @pytest.mark.parametrize("config", [
     {"model": "quantile", "tau": [0.5, 0.9], "n": 3000, "reps": 11, "seed": 5, "B": 50, "beta": [0.6, 0.75]},
-    {"model": "quantile_regression", "n": 2000, "reps": 5, "seed": 6, "B": 50},
+    pytest.param({"model": "quantile_regression", "n": 2000, "reps": 5, "seed": 6, "B": 50},
+                 marks=pytest.mark.slow),  # 17 s cold; configs/quantile_regression.yaml at 1 and 8 lanes there too
     pytest.param({"study": "trajectory", "model": "huber_mallows", "dim": 2, "mu": 1.0, "n": 2000, "reps": 5, "seed": 7,
                   "checkpoints": 8}, marks=pytest.mark.slow),  # 37 s of kernels, cold: CI's slow tier
     {"study": "dpsgd", "n": [60, 80], "kappa": 1.3, "reps": 5, "seed": 3, "methods": ["plugin", "RS", "BM"]},

@@ -68,9 +68,9 @@ def _scalar_gradients(params, theta, gen, out):
     return out
 
 
-# statistical, a truth kernel compiled per record (8-15 s each, cold): the fast tier keeps the first, CI's slow tier all
-@pytest.mark.parametrize("name,kwargs", [pytest.param(*c, id=i, marks=() if j == 0 else pytest.mark.slow)
-                                         for j, (c, i) in enumerate(zip(CASES, IDS))])
+# statistical, a truth kernel compiled per record (8-16 s each, cold): CI's slow tier
+@pytest.mark.parametrize("name,kwargs", [pytest.param(*c, id=i, marks=pytest.mark.slow)
+                                         for c, i in zip(CASES, IDS)])
 def test_gradient_at_truth_has_mean_zero_and_covariance_s(name, kwargs):
     # one privatized gradient at theta*: E g = 0 and Cov g = S = S_SGD + S_LDP.
     # Tolerances: 4 Monte Carlo SEs, entry by entry; the SE of a sample
