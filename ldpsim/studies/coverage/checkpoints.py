@@ -24,11 +24,11 @@ from ...engine.interrupt import POLL_MASK, stop_requested
 from ...engine.jit import jit
 from ...engine.rng import kernel_rng, local_rng, release_rng
 from ...inference import intervals as inference
-from ...inference.nprr_cs import PARAMS_SIZE, nprr_running_bounds, nprr_update, released_value
+from ...inference.nprr_cs import PARAMS_SIZE
 from ...inference.streaming import PathState, StreamLayout, floor_power
 from ...models import privatized_gradient
 from ...recursion.kernels import sn_add, sn_read, sn_recentre, step_ratio_coefficients, step_size
-from .releases import ReleaseTap
+from .releases import ReleaseTap, tap_look, tap_step
 
 #: The tap of a run without release methods.
 NO_TAP = ReleaseTap((), 0.0, 0.0, np.zeros((0, PARAMS_SIZE)))
@@ -104,7 +104,7 @@ class TraceLayout:
 
 @jit
 def _trace_path(params, stream, n, c, gamma, theta0, checkpoints, ends, offsets, sums, acc, cursor,
-                theta_bar, sn_v, stop_flag, tap, tap_scratch, tap_params, tap_state, tap_out):
+                theta_bar, sn_v, stop_flag, tap):
     # Streams r = 2q, 2q + 1 belong to checkpoint q. Between two consecutive
     # ends of any stream (an "event"), the iterates fall in one block or batch
     # of every stream, so they are summed once, into ``seg``, and ``seg`` is
@@ -112,9 +112,8 @@ def _trace_path(params, stream, n, c, gamma, theta0, checkpoints, ends, offsets,
     # one per checkpoint. The last checkpoint's two streams instead add every
     # iterate, as run_path does, so its sums equal run_path's bit for bit.
     # Streams of passed checkpoints have written all their sums (every end is
-    # <= k_q) and are skipped. With methods that read each user's release
-    # (tap_params has a row each), the step's release is read from the
-    # mechanism's scratch (tap_scratch) and streamed into their states.
+    # <= k_q) and are skipped. ``tap`` streams each step's release into the
+    # methods that read it (:mod:`.releases`; NoTap compiles to nothing).
     gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
     n_ck = checkpoints.shape[0]
     n_streams = acc.shape[0]
@@ -136,15 +135,11 @@ def _trace_path(params, stream, n, c, gamma, theta0, checkpoints, ends, offsets,
     pow2 = 1
     ratio = step_ratio_coefficients(gamma)
     eta = c
-    n_tap = tap_params.shape[0]
     for i in range(1, n + 1):
         fi = float(i)
         eta = step_size(i, pow2, eta, c, gamma, ratio)
         theta -= eta * privatized_gradient(params, theta, gen)
-        if n_tap:
-            z = released_value(tap_scratch[0], tap[0], tap[1])
-            for j in range(n_tap):
-                nprr_update(tap_state[j], tap_params[j], z)
+        tap_step(tap)
         s, a, t = sn_add(s, a, t, theta, ref, fi)
         seg += theta
         acc[last] += theta
@@ -174,8 +169,7 @@ def _trace_path(params, stream, n, c, gamma, theta0, checkpoints, ends, offsets,
             tb, v = sn_read(s, a, t, ref, fi)
             theta_bar[first] = tb
             sn_v[first] = v
-            for j in range(n_tap):
-                tap_out[first, j, 0], tap_out[first, j, 1] = nprr_running_bounds(tap_state[j])
+            tap_look(tap, first)
             first += 1
             next_ck = checkpoints[first] if first < n_ck else n + 1
         if i & POLL_MASK == 0 and stop_requested(stop_flag):  # Ctrl-C (ldpsim.engine.interrupt)
@@ -269,14 +263,14 @@ def run_trace(model, gen: np.random.Generator, c: float, gamma: float, theta0: f
     sn_v = np.full(ks.shape[0], np.nan)
     tap = tap or NO_TAP
     params = model.kernel_params()
-    taps = tap.kernel_arrays(params, ks.shape[0])
+    record, released = tap.kernel_record(params, ks.shape[0])
     steps = _trace_path(
         params, kernel_rng(gen), n, float(c), float(gamma), float(theta0), ks, layout.ends,
         layout.offsets, sums, np.zeros(n_streams), np.zeros(n_streams, dtype=np.int64), theta_bar, sn_v,
-        interrupt.FLAG, *taps,
+        interrupt.FLAG, record,
     )
     interrupt.check()  # a path stopped by Ctrl-C is no result
-    return Trace(layout, theta_bar, sn_v, sums, int(steps), taps[-1], tap)
+    return Trace(layout, theta_bar, sn_v, sums, int(steps), released, tap)
 
 
 # ---------------------------------------------------------------------------

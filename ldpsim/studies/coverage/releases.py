@@ -13,12 +13,68 @@ methods and these read the same releases of the same users.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from ...engine.config import ConfigError, show
-from ...inference.nprr_cs import PARAMS_SIZE, RELEASE_METHODS, STATE_SIZE, nprr_state, release_params
+from ...engine.dispatch import by_record
+from ...inference.nprr_cs import (PARAMS_SIZE, RELEASE_METHODS, STATE_SIZE, nprr_running_bounds, nprr_state,
+                                  nprr_update, release_params, released_value)
 from ...privacy.ldp import NPRR
+
+
+# The kernel's tap is a record: a run without release methods passes NoTap, whose functions compile to nothing,
+# so its kernel is the one before the tap existed (a run-time branch in the step cost the looks 1.4x).
+
+
+class NoTap(NamedTuple):
+    """No release methods."""
+
+
+class NPRRTap(NamedTuple):
+    """NPRR's ``G`` and ``r``, the mechanism's scratch (which holds each step's release), and the methods'
+    params ``(J, PARAMS_SIZE)``, states ``(J, STATE_SIZE)`` and bounds at each look ``(C, J, 2)``."""
+
+    grid: float
+    keep: float
+    scratch: np.ndarray
+    params: np.ndarray
+    states: np.ndarray
+    out: np.ndarray
+
+
+@by_record
+def tap_step(tap):
+    """Stream this step's release into the tap's states."""
+
+
+@by_record
+def tap_look(tap, q):
+    """Record the tap's running bounds at look ``q``."""
+
+
+@tap_step.register(NoTap)
+def _no_step(tap):
+    return None
+
+
+@tap_look.register(NoTap)
+def _no_look(tap, q):
+    return None
+
+
+@tap_step.register(NPRRTap)
+def _nprr_step(tap):
+    z = released_value(tap.scratch[0], tap.grid, tap.keep)
+    for j in range(tap.params.shape[0]):
+        nprr_update(tap.states[j], tap.params[j], z)
+
+
+@tap_look.register(NPRRTap)
+def _nprr_look(tap, q):
+    for j in range(tap.params.shape[0]):
+        tap.out[q, j, 0], tap.out[q, j, 1] = nprr_running_bounds(tap.states[j])
 
 
 def release_methods(methods) -> tuple[str, ...]:
@@ -56,14 +112,17 @@ class ReleaseTap:
             raise ValueError(f"{names[0]} reads NPRR releases: the mean model with mechanism nprr, not {model!r}")
         return cls(names, float(mech.G), float(mech.r), release_params(names, float(mech.r), level, n))
 
-    def kernel_arrays(self, kernel_params, looks: int):
-        """``(tap, scratch, params, states, out)`` for the kernel: ``out`` ``(looks, len(methods), 2)``, NaN."""
+    def kernel_record(self, kernel_params, looks: int):
+        """The kernel's record (:class:`NoTap` without methods) and the bounds it fills, ``(looks, J, 2)``, NaN."""
         j = len(self.methods)
-        scratch = kernel_params.noise.t if j else np.zeros(1)  # the release's own scratch: it holds the release
+        out = np.full((looks, j, 2), np.nan)
+        if not j:
+            return NoTap(), out
         states = np.zeros((j, STATE_SIZE))
         for q in range(j):
             states[q] = nprr_state()
-        return (np.array([self.grid, self.keep]), scratch, self.params, states, np.full((looks, j, 2), np.nan))
+        # the release's own scratch (kernel_params.noise.t): after each step it holds that step's release
+        return NPRRTap(self.grid, self.keep, kernel_params.noise.t, self.params, states, out), out
 
 
 def validate_releases(s, options) -> None:
@@ -80,4 +139,4 @@ def validate_releases(s, options) -> None:
                           "kernel; set looks (true, or a number of looks; the last look is n)")
 
 
-__all__ = ["ReleaseTap", "release_methods", "validate_releases"]
+__all__ = ["NPRRTap", "NoTap", "ReleaseTap", "release_methods", "tap_look", "tap_step", "validate_releases"]
