@@ -509,15 +509,15 @@ def release_reference(name: str, z, r: float, level: float, n: int) -> tuple[np.
     CIs equal :func:`hoeffding_ci` and :func:`empbern_ci`.
     """
     method, ci = RELEASE_METHODS[name]
-    z, alpha = _check_z(z), 1.0 - level
+    alpha = 1.0 - level
+    if not ci:  # the authors' CS arrays
+        return running_intersection(*{"hoeffding": hoeffding_cs, "empbern": empbern_cs}[method](z, r, alpha))
+    z = _check_z(z)  # the CIs' bets, as hoeffding_ci and empbern_ci tune them, over every t <= len(z)
     if method == "hoeffding":
-        lambdas = hoeffding_lambdas(z.shape[0], alpha, math.inf if ci else 1.0, n if ci else None)
-        lower, upper = _hoeffding_bounds(z, r, alpha, lambdas)
-    elif ci:
+        lower, upper = _hoeffding_bounds(z, r, alpha, hoeffding_lambdas(z.shape[0], alpha, math.inf, fixed_n=n))
+    else:
         lambdas = predmix_eb_lambdas(z, EB_CI_LAMBDA_ALPHA, 0.5, n, 0.5, 0.125)
         lower, upper = _empbern_bounds(z, r, alpha, lambdas)
-    else:
-        lower, upper = _empbern_bounds(z, r, alpha, predmix_eb_lambdas(z, alpha / 2.0, 0.5))
     return running_intersection(lower, upper)
 
 

@@ -24,14 +24,10 @@ from ...engine.interrupt import POLL_MASK, stop_requested
 from ...engine.jit import jit
 from ...engine.rng import kernel_rng, local_rng, release_rng
 from ...inference import intervals as inference
-from ...inference.nprr_cs import PARAMS_SIZE
 from ...inference.streaming import PathState, StreamLayout, floor_power
 from ...models import privatized_gradient
 from ...recursion.kernels import sn_add, sn_read, sn_recentre, step_ratio_coefficients, step_size
-from .releases import ReleaseTap, tap_look, tap_step
-
-#: The tap of a run without release methods.
-NO_TAP = ReleaseTap((), 0.0, 0.0, np.zeros((0, PARAMS_SIZE)))
+from .releases import NO_TAP, ReleaseTap, tap_look, tap_step
 
 #: Streams per checkpoint: its blocks (BB), then its batches (BM).
 _STREAMS = 2

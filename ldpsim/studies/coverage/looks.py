@@ -304,6 +304,7 @@ def plot_looks(looks: list[dict], uniform: list[dict], path: Path, level=None) -
     """Pointwise coverage against ``t`` (log axis), per method; its time-uniform coverage as a dashed level."""
     from ...reporting.figures import figure_class
     from .figures import _STYLE
+    from .zoo_tables import nominal_level
 
     Figure = figure_class("looks.png")
     keys = [k for k in uniform[0] if k not in UNIFORM_COLUMNS]
@@ -320,9 +321,9 @@ def plot_looks(looks: list[dict], uniform: list[dict], path: Path, level=None) -
             ax.plot([r["t"] for r in pts], [r["coverage"] for r in pts], color=colour, marker=marker, markersize=3,
                     linewidth=1, label=u["method"])
             ax.axhline(u["coverage_uniform"], color=colour, linestyle="--", linewidth=0.9)
-        at = dict(zip(keys, panel)).get("level", level)  # a grid over level: each panel's own
-        if isinstance(at, (int, float)):
-            ax.axhline(at, color="black", linewidth=0.8, alpha=0.6)
+        nominal = nominal_level(mine, level)  # a grid over level: each panel's own
+        if nominal is not None:
+            ax.axhline(nominal, color="black", linewidth=0.8, alpha=0.6)
         ax.set_xscale("log")
         ax.set_ylim(max(0.0, min([r["coverage_uniform"] for r in uniform] + [0.5]) - 0.05), 1.0)
         ax.set_xlabel("t (observations so far)")
@@ -334,7 +335,8 @@ def plot_looks(looks: list[dict], uniform: list[dict], path: Path, level=None) -
     axes[0].set_ylabel("coverage at the look (dashed: at every look)")
     axes[0].legend(fontsize=7, loc="lower left")
     if level is not None:
-        said = f"the level {level:g}" if isinstance(level, (int, float)) else "each panel's level"
+        one = nominal_level([{}], level)
+        said = "each panel's level" if one is None else f"the level {one:g}"
         fig.suptitle(f"pointwise coverage at each look and, dashed, the share of replications covered at every look; "
                      f"black: {said}", fontsize=8)
     fig.savefig(path, dpi=120)

@@ -107,7 +107,7 @@ class ReleaseTap:
         names = release_methods(methods)
         mech = getattr(model, "mechanism", None)
         if not names:
-            return cls((), 0.0, 0.0, np.zeros((0, PARAMS_SIZE)))
+            return NO_TAP
         if getattr(model, "name", None) != "mean" or not isinstance(mech, NPRR):
             raise ValueError(f"{names[0]} reads NPRR releases: the mean model with mechanism nprr, not {model!r}")
         return cls(names, float(mech.G), float(mech.r), release_params(names, float(mech.r), level, n))
@@ -125,6 +125,10 @@ class ReleaseTap:
         return NPRRTap(self.grid, self.keep, kernel_params.noise.t, self.params, states, out), out
 
 
+#: The tap of a run without release methods.
+NO_TAP = ReleaseTap((), 0.0, 0.0, np.zeros((0, PARAMS_SIZE)))
+
+
 def validate_releases(s, options) -> None:
     """Refuse, in one line, release methods where there is no NPRR release to read, or no looks."""
     names = release_methods(options["methods"])
@@ -139,4 +143,5 @@ def validate_releases(s, options) -> None:
                           "kernel; set looks (true, or a number of looks; the last look is n)")
 
 
-__all__ = ["NPRRTap", "NoTap", "ReleaseTap", "release_methods", "tap_look", "tap_step", "validate_releases"]
+__all__ = ["NO_TAP", "NPRRTap", "NoTap", "ReleaseTap", "release_methods", "tap_look", "tap_step",
+           "validate_releases"]

@@ -113,7 +113,8 @@ def render_zoo_markdown(rows: list[dict], title: str | None, level: float | None
     keys = [k for k in rows[0] if k not in ZOO_COLUMNS] + ["n"]
     parts = [f"# {title or 'zoo'}: every method on the same streams", ""]
     if level is not None:
-        nominal = f"Nominal coverage {level}" if _nominal([{}], level) is not None else "Nominal coverage: each table's level"
+        one = nominal_level([{}], level)
+        nominal = f"Nominal coverage {level}" if one is not None else "Nominal coverage: each table's level"
         parts += [f"{nominal}; +- is one Monte Carlo SE. Length over the oracle's (the interval with "
                   "the true asymptotic variance). Privacy cost: the epsilon (mu under GDP) each user spends, as a "
                   "factor of the run's, by sequential composition (GDP: sqrt(k) mu for k answers; a Gaussian mechanism's "
@@ -147,7 +148,7 @@ def write_zoo_outputs(out: Path, rows: list[dict] | None, title: str | None, lev
         return ["zoo.md"]
 
 
-def _nominal(group: list[dict], level) -> float | None:
+def nominal_level(group: list[dict], level) -> float | None:
     """The nominal level of a panel: its rows' ``level`` where the run varies it, else the run's ``level``."""
     value = group[0].get("level", level)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
@@ -207,7 +208,7 @@ def write_zoo_figure(out: Path, rows: list[dict], title: str | None, level: floa
             ax.set_xticks(ticks, labels)
             ax.minorticks_off()
             ax.set_xlabel(x_key)
-        nominal = _nominal(group, level)
+        nominal = nominal_level(group, level)
         if nominal is not None:
             ax_cov.axhline(nominal, color="grey", ls="--", lw=1)
         ax_len.axhline(1.0, color="grey", ls="--", lw=1)
@@ -223,4 +224,5 @@ def write_zoo_figure(out: Path, rows: list[dict], title: str | None, level: floa
     return [FIGURE]
 
 
-__all__ = ["FIGURE", "ZOO_COLUMNS", "render_zoo_markdown", "write_zoo_figure", "write_zoo_outputs", "zoo_rows"]
+__all__ = ["FIGURE", "ZOO_COLUMNS", "nominal_level", "render_zoo_markdown", "write_zoo_figure", "write_zoo_outputs",
+           "zoo_rows"]
