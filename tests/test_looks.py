@@ -116,7 +116,6 @@ def test_the_asymptotic_cs_is_the_average_plus_minus_its_margin():
     ({"first_look": 100}, r"first_look = 100 without looks"),
     ({"looks": 5, "first_look": 3000}, r"first_look = 3000 is outside \[2, n\) = \[2, 3000\)"),
     ({"looks": 5, "first_look": 4}, r"first_look = 4 is too early for BM \(fewer than two batches at t = 4\)"),
-    ({"looks": 5, "methods": ["SN", "HulC"]}, r"the zoo's \(HulC\) run without looks"),
     ({"looks": 5, "model": "linear"}, r"model = 'linear' of 4 coordinates: the looks follow scalar models"),
     ({"looks": 5, "batch_size": 2}, r"batch_size = 2 is outside \{1\} with looks"),
 ])

@@ -18,6 +18,10 @@ summary table does not change. Beside it the run writes
 * ``looks.png``: pointwise coverage against ``t``, the time-uniform coverage as
   a level line per method.
 
+The zoo's methods (HulC, HiGrad, OB, OBM, ...) are designed for the run's
+length: at a look ``t`` each gives the interval of a run of ``n = t`` on the
+same replication's draws (:meth:`.study.CoverageStudy._zoo_looks`).
+
 A look whose interval is missing (a path that diverged before it) counts as
 not covering; a look too early for a method is refused before the run.
 """
@@ -43,6 +47,7 @@ from ...reporting.stats import mean_se, proportion
 from ...inference.nprr_cs import release_reference, released_value
 from .checkpoints import TraceLayout, run_trace, stream_counts, trace_intervals
 from .releases import ReleaseTap
+from .zoo import validate_zoo
 
 #: Looks of ``looks: true``.
 DEFAULT_LOOKS = 20
@@ -75,9 +80,9 @@ def look_grid(setting, options) -> np.ndarray:
     """The looks ``t_1 < ... < t_K = n`` of ``setting`` (``int64``; fewer than K where rounding repeats).
 
     ``first_look: 0`` starts at :data:`FIRST_LOOK_FRACTION` of ``n``, or later where a method needs it
-    (two blocks, two batches after the burn-in batch).
+    (two blocks, two batches after the burn-in batch, a zoo design that fits).
     """
-    first = options["first_look"] or _earliest(setting, options["methods"],
+    first = options["first_look"] or _earliest(setting, options,
                                                max(2, math.ceil(FIRST_LOOK_FRACTION * setting.n)))
     return checkpoint_grid(setting.n, options["looks"], min(first, setting.n - 1))
 
@@ -93,9 +98,20 @@ def _too_early(s, methods, t: int) -> list[str]:
     return inference.unavailable(methods, _look_layout(s, methods, t))
 
 
-def _earliest(s, methods, t: int) -> int:
+def _zoo_fits(s, options, t: int) -> bool:
+    """Whether the zoo's methods of ``options`` can run a run of ``n = t`` (their interval at look ``t``)."""
+    if not any(m in ZOO_METHODS for m in options["methods"]):
+        return True
+    try:
+        validate_zoo(s.replace(n=t), options)
+    except ConfigError:
+        return False
+    return True
+
+
+def _earliest(s, options, t: int) -> int:
     """``t``, or the first of ``t``, 1.25 t, ... at which every method has an interval (at most ``n - 1``)."""
-    while t < s.n - 1 and _too_early(s, methods, t):
+    while t < s.n - 1 and (_too_early(s, options["methods"], t) or not _zoo_fits(s, options, t)):
         t = min(s.n - 1, math.ceil(1.25 * t))
     return t
 
@@ -107,10 +123,6 @@ def validate_looks(s, options) -> None:
             raise ConfigError(f"first_look = {options['first_look']} without looks: set looks (true, or a number)")
         return
     methods = options["methods"]
-    zoo = [m for m in methods if m in ZOO_METHODS]
-    if zoo:
-        raise ConfigError(f"methods = {show(list(methods))} with looks = {options['looks']}: the looks follow "
-                          f"{', '.join(inference.METHODS)}; the zoo's ({', '.join(zoo)}) run without looks")
     d = model_class(s.model).dimension(s)
     if d != 1:
         raise ConfigError(f"looks = {options['looks']} with model = {s.model!r} of {d} coordinates: the looks "
@@ -125,6 +137,13 @@ def validate_looks(s, options) -> None:
         raise ConfigError(f"first_look = {t1} is too early for {short[0]} (fewer than two "
                           f"{'blocks' if short[0] in inference.BLOCK_METHODS else 'batches'} at t = {t1}); "
                           "raise first_look")
+    if any(m in ZOO_METHODS for m in methods):  # each runs a run of n = t at each look t: its design must fit t_1
+        try:
+            validate_zoo(s.replace(n=t1), options)
+        except ConfigError as exc:  # its n is the look's t: the advice to raise n is to raise first_look
+            text = str(exc).replace("raise n", "raise first_look")
+            raise ConfigError(f"first_look = {t1} is too early for the zoo's run of n = {t1} at that look: {text}"
+                              + ("" if "raise first_look" in text else "; raise first_look")) from None
 
 
 def look_memory(s, options) -> list[tuple[float, str]]:
@@ -148,6 +167,8 @@ def look_replication(job, gen: np.random.Generator) -> list[dict]:
     """
     before = gen.bit_generator.state
     s0 = job.settings[0]
+    own = [j for j, m in enumerate(job.methods) if m not in ZOO_METHODS]  # the zoo's: CoverageStudy._zoo_looks
+    methods = [job.methods[j] for j in own]
     traces = {}  # (beta, looks) -> (trace, the generator's state after its path)
     out = []
     for j, setting in enumerate(job.settings):
@@ -156,26 +177,29 @@ def look_replication(job, gen: np.random.Generator) -> list[dict]:
         grid = look_grid(setting, job.options)
         tap = ReleaseTap.build(job.model, job.methods, setting.level, setting.n)
         if job.twin:
-            bounds, theta_bar, steps = _twin_looks(job, setting, grid, gen, tap)
+            path_bounds, theta_bar, steps = _twin_looks(job, setting, methods, grid, gen, tap)
         else:
             key = (setting.beta, tuple(grid.tolist()), setting.level if tap.methods else None)
             if key in traces:
                 trace, after = traces[key]
                 gen.bit_generator.state = after
             else:
-                layout = TraceLayout.build(grid, setting.beta, setting.gamma, blocks=inference.uses_blocks(job.methods),
-                                           batches=inference.uses_batches(job.methods))
+                layout = TraceLayout.build(grid, setting.beta, setting.gamma, blocks=inference.uses_blocks(methods),
+                                           batches=inference.uses_batches(methods))
                 trace = run_trace(job.model, gen, s0.c, s0.gamma, s0.theta0, layout, tap)
                 traces[key] = trace, gen.bit_generator.state
-            bounds = trace_intervals(trace, setting, job.methods, gen, sigma=job.sigma)
+            path_bounds = trace_intervals(trace, setting, methods, gen, sigma=job.sigma)
             theta_bar, steps = trace.theta_bar[-1], trace.steps
-        ok = steps == setting.n and bool(np.isfinite(theta_bar)) and bool(np.isfinite(bounds[-1]).all())
+        # ok: the path and its own methods' intervals at n, as `ok` of a run without looks
+        ok = steps == setting.n and bool(np.isfinite(theta_bar)) and bool(np.isfinite(path_bounds[-1]).all())
+        bounds = np.full((grid.shape[0], len(job.methods), 2), np.nan)
+        bounds[:, own] = path_bounds
         out.append({"theta_bar": np.array([theta_bar]), "bounds": bounds[-1][:, None, :].copy(), "ok": ok,
                     "look_bounds": bounds})
     return out
 
 
-def _twin_looks(job, setting, grid, gen, tap):
+def _twin_looks(job, setting, methods, grid, gen, tap):
     """The plain-Python twin of a replication with looks: one stored path, each look's state by definition.
 
     The bootstrap draws follow :func:`.checkpoints.trace_intervals`' order (the last look first). The
@@ -188,16 +212,16 @@ def _twin_looks(job, setting, grid, gen, tap):
     def record(params):  # after each step's gradient the mechanism's scratch holds its release
         releases.append(released_value(float(params.noise.t[0]), tap.grid, tap.keep))
 
-    state, path = path_twin(job.model, gen, s.n, s.c, s.gamma, s.theta0, _look_layout(s, job.methods, s.n),
+    state, path = path_twin(job.model, gen, s.n, s.c, s.gamma, s.theta0, _look_layout(s, methods, s.n),
                             tap=record if tap.methods else None)[:2]
     released = {m: release_reference(m, releases, tap.keep, s.level, s.n) for m in tap.methods}
-    path_methods = [m for m in job.methods if m not in released]
-    bounds = np.full((grid.shape[0], len(job.methods), 2), np.nan)
+    path_methods = [m for m in methods if m not in released]
+    bounds = np.full((grid.shape[0], len(methods), 2), np.nan)
     for q in range(grid.shape[0] - 1, -1, -1):
         k = int(grid[q])
         if state.steps < k:
             continue
-        look = _look_layout(s, job.methods, k)
+        look = _look_layout(s, methods, k)
         # the last look: the twin's own streamed state, summed as the kernels sum (their state at n to the bit)
         at = state if k == s.n else state_from_definitions(path[:k], look)
         if not at.finite(k):
@@ -206,7 +230,7 @@ def _twin_looks(job, setting, grid, gen, tap):
             got = dict(zip(path_methods, inference.intervals(
                 path_methods, at, look, gen, n_boot=s.B, law=s.multiplier, level=s.level, sigma=job.sigma,
                 t_opt=s.n)[:, 0]))
-        for j, m in enumerate(job.methods):
+        for j, m in enumerate(methods):
             if m in released:
                 bounds[q, j] = released[m][0][k - 1], released[m][1][k - 1]
             elif np.isfinite(got[m]).all() and inference.resolved(got[m]):

@@ -230,6 +230,9 @@ class CoverageStudy(Study):
         return setting.n
 
     def seconds(self, setting, options):
+        if options["looks"] and zoo_methods(options["methods"]):  # the trace, and the zoo's runs to every look
+            grid = look_grid(setting, options)
+            return path_seconds(setting) * (1.0 + zoo_cost(options) * float(grid.sum()) / setting.n)
         return path_seconds(setting) * zoo_cost(options)  # every zoo method's pass enters (OB: B + 1 paths)
 
     def pilot_setting(self, setting, options, fraction):
@@ -243,6 +246,8 @@ class CoverageStudy(Study):
             for setting, model in self.distinct_kernels(config, build_model):
                 run_trace(model, as_generator(0), setting.c, setting.gamma, setting.theta0,
                           TraceLayout.build([32, 64], 0.5, setting.gamma))
+                if zoo_methods(config.methods):  # their runs to each look
+                    _warm_zoo(setting, model, config.options, self.lane_width(setting, config.options, lanes))
             return
         for setting, model in self.distinct_kernels(config, build_model, lambda s: s.batch_size == 1):
             small = setting.replace(n=64, beta=0.5)
@@ -306,7 +311,7 @@ class CoverageStudy(Study):
         return _Job(settings, methods, model, layouts, model.sigma(s.batch_size), twin, options, zoo, alone,
                     model.hessian() if "plugin_oracle" in methods else None)
 
-    def _replicate(self, job, gens, width=None):
+    def _replicate(self, job, gens, width=None, timed=True):
         """Replications of ``gens``, their paths side by side (``width`` lanes): per replication, a result per setting.
 
         With the zoo's methods each runs in a kernel pass of its own beside the
@@ -314,7 +319,11 @@ class CoverageStudy(Study):
         0 of a setting is timed too (:meth:`_time_methods`).
         """
         if job.options.get("looks"):  # each replication's path with every look's state: the trace kernel
-            return [look_replication(job, gen) for gen in gens]
+            starts = [_copy_generator(g) for g in gens] if job.zoo is not None else None
+            reps = [look_replication(job, gen) for gen in gens]
+            if job.zoo is not None:
+                self._zoo_looks(job, starts, width, reps)
+            return reps
         s = job.settings[0]  # the path's keys are the group's
         zoo_states = [None] * len(gens)
         if job.twin:
@@ -330,9 +339,42 @@ class CoverageStudy(Study):
         else:
             paths, zoo_states = self._zoo_passes(job, gens, width)
         seconds = None
-        if job.zoo is not None and not job.twin and any(replication_index(g) == 0 for g in gens):
+        if job.zoo is not None and not job.twin and timed and any(replication_index(g) == 0 for g in gens):
             seconds = self._time_methods(job, gens, width, paths, zoo_states)
         return [self._intervals(job, gen, states, zoo, seconds) for gen, states, zoo in zip(gens, paths, zoo_states)]
+
+    def _zoo_looks(self, job, starts, width, reps) -> None:
+        """The zoo's intervals at every look, into ``reps`` (:func:`.looks.look_replication`'s entries).
+
+        The zoo's designs are made for the run's length (HulC's segments,
+        HiGrad's tree, OBM's batches), so at a look ``t`` each zoo method gives
+        the interval of a run of ``n = t`` on the same replication: its pass of
+        that run, from the replication's generators as they were before its
+        path (``starts``; a path's first ``t`` steps do not depend on ``n``),
+        as a user who looks at ``t`` would compute it. The last look is the
+        run's own pass: its bounds, point estimates, validity and seconds are
+        those of the run without looks. The passes cost ``sum_k t_k / n`` runs
+        of the zoo (4.6 with 20 looks from 1% of ``n``); docs/sequential.md.
+        """
+        cols = [job.methods.index(m) for m in zoo_methods(job.methods)]
+        options = dict(job.options, looks=0, first_look=0)
+        grids = [look_grid(s, job.options) for s in job.settings]
+        n = job.settings[0].n
+        for t in sorted({int(t) for grid in grids for t in grid}):
+            sub = self._prepare([s.replace(n=t) for s in job.settings], options, job.twin)
+            at = self._replicate(sub, [_copy_generator(g) for g in starts], width, timed=t == n)
+            for entries, got_settings in zip(reps, at):
+                for grid, entry, got in zip(grids, entries, got_settings):
+                    bounds = got["bounds"][cols, 0, :].copy()
+                    bounds[~got["method_ok"][cols]] = np.nan  # a diverged or unresolved interval is no interval
+                    hit = np.flatnonzero(grid == t)  # the settings of a group may look at different t (beta)
+                    if hit.size:
+                        entry["look_bounds"][hit[0], cols] = bounds
+                    if t == n:  # the zoo's columns of the run without looks
+                        entry["bounds"][cols] = got["bounds"][cols]
+                        method_ok = got["method_ok"].copy()
+                        method_ok[[j for j in range(len(job.methods)) if j not in cols]] = entry["ok"]
+                        entry.update(method_ok=method_ok, estimate=got["estimate"], seconds=got["seconds"])
 
     def _zoo_passes(self, job, gens, width):
         """The main path and each zoo method in a kernel pass of its own: ``(paths, zoo_states)`` as one pass gives.
