@@ -98,20 +98,24 @@ def _too_early(s, methods, t: int) -> list[str]:
     return inference.unavailable(methods, _look_layout(s, methods, t))
 
 
-def _zoo_fits(s, options, t: int) -> bool:
-    """Whether the zoo's methods of ``options`` can run a run of ``n = t`` (their interval at look ``t``)."""
+def _zoo_misfit(s, options, t: int) -> str | None:
+    """Why the zoo's methods of ``options`` cannot run a run of ``n = t`` (their interval at look ``t``); None if they can.
+
+    The reason ends with its advice: the run's ``n`` is the look's ``t``, so raising ``n`` is raising ``first_look``.
+    """
     if not any(m in ZOO_METHODS for m in options["methods"]):
-        return True
+        return None
     try:
         validate_zoo(s.replace(n=t), options)
-    except ConfigError:
-        return False
-    return True
+    except ConfigError as exc:
+        text = str(exc).replace("raise n", "raise first_look")
+        return text + ("" if "raise first_look" in text else "; raise first_look")
+    return None
 
 
 def _earliest(s, options, t: int) -> int:
     """``t``, or the first of ``t``, 1.25 t, ... at which every method has an interval (at most ``n - 1``)."""
-    while t < s.n - 1 and (_too_early(s, options["methods"], t) or not _zoo_fits(s, options, t)):
+    while t < s.n - 1 and (_too_early(s, options["methods"], t) or _zoo_misfit(s, options, t)):
         t = min(s.n - 1, math.ceil(1.25 * t))
     return t
 
@@ -137,13 +141,9 @@ def validate_looks(s, options) -> None:
         raise ConfigError(f"first_look = {t1} is too early for {short[0]} (fewer than two "
                           f"{'blocks' if short[0] in inference.BLOCK_METHODS else 'batches'} at t = {t1}); "
                           "raise first_look")
-    if any(m in ZOO_METHODS for m in methods):  # each runs a run of n = t at each look t: its design must fit t_1
-        try:
-            validate_zoo(s.replace(n=t1), options)
-        except ConfigError as exc:  # its n is the look's t: the advice to raise n is to raise first_look
-            text = str(exc).replace("raise n", "raise first_look")
-            raise ConfigError(f"first_look = {t1} is too early for the zoo's run of n = {t1} at that look: {text}"
-                              + ("" if "raise first_look" in text else "; raise first_look")) from None
+    misfit = _zoo_misfit(s, options, t1)  # the zoo runs a run of n = t at each look t: its designs must fit t_1
+    if misfit:
+        raise ConfigError(f"first_look = {t1} is too early for the zoo's run of n = {t1} at that look: {misfit}")
 
 
 def look_memory(s, options) -> list[tuple[float, str]]:

@@ -357,6 +357,7 @@ class CoverageStudy(Study):
         of the zoo (4.6 with 20 looks from 1% of ``n``); docs/sequential.md.
         """
         cols = [job.methods.index(m) for m in zoo_methods(job.methods)]
+        others = [j for j in range(len(job.methods)) if j not in cols]  # the path's own methods (look_replication's)
         options = dict(job.options, looks=0, first_look=0)
         grids = [look_grid(s, job.options) for s in job.settings]
         n = job.settings[0].n
@@ -365,15 +366,15 @@ class CoverageStudy(Study):
             at = self._replicate(sub, [_copy_generator(g) for g in starts], width, timed=t == n)
             for entries, got_settings in zip(reps, at):
                 for grid, entry, got in zip(grids, entries, got_settings):
-                    bounds = got["bounds"][cols, 0, :].copy()
-                    bounds[~got["method_ok"][cols]] = np.nan  # a diverged or unresolved interval is no interval
                     hit = np.flatnonzero(grid == t)  # the settings of a group may look at different t (beta)
                     if hit.size:
+                        bounds = got["bounds"][cols, 0, :].copy()
+                        bounds[~got["method_ok"][cols]] = np.nan  # a diverged or unresolved interval is no interval
                         entry["look_bounds"][hit[0], cols] = bounds
                     if t == n:  # the zoo's columns of the run without looks
                         entry["bounds"][cols] = got["bounds"][cols]
                         method_ok = got["method_ok"].copy()
-                        method_ok[[j for j in range(len(job.methods)) if j not in cols]] = entry["ok"]
+                        method_ok[others] = entry["ok"]
                         entry.update(method_ok=method_ok, estimate=got["estimate"], seconds=got["seconds"])
 
     def _zoo_passes(self, job, gens, width):
