@@ -2,12 +2,14 @@
 
 Every kernel in ldpsim is compiled with :data:`JIT_OPTIONS` through :func:`jit`.
 
-Numba's on-disk cache only notices edits to the file that holds the cached
-function, not to the jitted functions it calls from other modules (a model's
-gradient is called by the recursion kernels in ``recursion/kernels.py``). To never run
-stale machine code, the cache lives in a directory named after a hash of the
-whole package source, unless the user set ``NUMBA_CACHE_DIR`` themselves.
-This must run before numba is imported, which is why ``ldpsim/__init__.py``
+Numba's on-disk cache lives in ``~/.cache/ldpsim/numba`` (``$XDG_CACHE_HOME``
+is honoured), unless the user set ``NUMBA_CACHE_DIR`` themselves. Numba
+itself only notices edits to the file that holds the cached function, not to
+the functions it calls from other modules (a model's gradient is called by
+the recursion kernels in ``recursion/kernels.py``): each entry carries the
+sources it was compiled from (:mod:`ldpsim.engine.numba_cache`), so that an
+edit recompiles the kernels that read the edited file, and only those. This
+must run before numba is imported, which is why ``ldpsim/__init__.py``
 imports this module first.
 """
 
@@ -35,7 +37,7 @@ def source_hash(names=None) -> str:
 
 def _default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "ldpsim" / f"numba-{source_hash()}"
+    return Path(base) / "ldpsim" / "numba"
 
 
 if "NUMBA_CACHE_DIR" not in os.environ:
@@ -48,9 +50,10 @@ if "NUMBA_CACHE_DIR" not in os.environ:
 import numba  # noqa: E402  (after the cache directory is fixed)
 from numba.extending import overload  # noqa: E402
 
-from . import numba_cache  # noqa: E402
+from . import numba_cache, numba_typing  # noqa: E402
 
 numba_cache.install()  # cache keys that know users' files (ldpsim.engine.numba_cache)
+numba_typing.install()  # an inlined overload typed once per argument types (ldpsim.engine.numba_typing)
 
 #: Whether numba compiles nothing (``NUMBA_DISABLE_JIT=1``): every kernel then runs as plain Python,
 #: drawing from numpy's ``Generator`` itself (:func:`ldpsim.engine.rng.kernel_rng`), the same numbers.

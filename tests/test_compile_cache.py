@@ -1,0 +1,136 @@
+"""numba's cache keyed on the sources each kernel compiles (ldpsim.engine.numba_cache).
+
+Each test works on a copy of the package, with a cache folder of its own, and
+runs kernels in fresh processes: it edits a file of the copy and checks what
+the next process compiles (numba's compile events) and what numbers it gets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "ldpsim"
+
+#: One short path of the quantile model and (optionally) of the mean model, at one lane; prints the
+#: numbers and the functions numba compiled (not those it loaded from the cache).
+SCRIPT = """
+import json, sys
+import numpy as np
+from numba.core import event
+import ldpsim
+from ldpsim.models import MeanModel, QuantileModel
+from ldpsim.recursion.kernels import run_paths
+from ldpsim.inference.streaming import StreamLayout
+
+compiled = []
+
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__ + str(ev.data["args"]))
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", Listener())
+layout = StreamLayout.build(200, 0.75, 0.51)
+out = {}
+models = {"quantile": QuantileModel(0.5, 1.0), "mean": MeanModel(1.0, "laplace")}
+for name in sys.argv[1:]:
+    state = run_paths(models[name], np.random.default_rng(3), 200, 1.0, 0.51, 0.0, [layout])[0]
+    out[name] = float(state.theta_bar[0])
+print(json.dumps({"theta_bar": out, "compiled": compiled}))
+"""
+
+
+@pytest.fixture
+def copy(tmp_path):
+    """A copy of the package, a cache folder, and a runner of :data:`SCRIPT` in a new process."""
+    root = tmp_path / "src"
+    shutil.copytree(PACKAGE, root / "ldpsim", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(PYTHONPATH=str(root), XDG_CACHE_HOME=str(tmp_path / "cache"))
+
+    def run(*models):
+        done = subprocess.run([sys.executable, "-c", SCRIPT, *models], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    run.root = root / "ldpsim"
+    return run
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def _kernels(compiled, name="_scalar_path"):
+    return [c for c in compiled if c.startswith(name + "(")]
+
+
+def test_warm_process_compiles_nothing_and_unrelated_edits_keep_the_cache(copy):
+    cold = copy("quantile")
+    assert _kernels(cold["compiled"]), "the first process compiles the kernel"
+    warm = copy("quantile")
+    assert warm["compiled"] == []
+    assert warm["theta_bar"] == cold["theta_bar"]
+    # the command line, the reports and the figures: no kernel reads them
+    _edit(copy.root / "cli.py", '"""', '"""\n# an edit of a comment\n')
+    for path in (copy.root / "reporting").glob("*.py"):
+        path.write_text(path.read_text() + "\n# an edit\n")
+    edited = copy("quantile")
+    assert edited["compiled"] == []
+    assert edited["theta_bar"] == cold["theta_bar"]
+
+
+def test_an_edit_of_an_inlined_helper_in_another_module_gives_new_numbers(copy):
+    """The quantile gradient is inlined into the kernel of recursion/kernels.py from models/quantile.py."""
+    before = copy("quantile")
+    _edit(copy.root / "models" / "quantile.py", "return where(report, params.high, params.low)",
+          "return where(report, params.high, params.low) * 2.0")
+    after = copy("quantile")
+    assert _kernels(after["compiled"]), "the kernel that inlines the edited gradient is compiled again"
+    assert after["theta_bar"]["quantile"] != before["theta_bar"]["quantile"]
+    _edit(copy.root / "models" / "quantile.py", " * 2.0", "")  # undone: the old numbers again
+    again = copy("quantile")
+    assert again["theta_bar"] == before["theta_bar"]
+
+
+def test_an_edit_of_a_model_recompiles_that_models_kernels_only(copy):
+    first = copy("quantile", "mean")
+    assert len(_kernels(first["compiled"])) == 2
+    _edit(copy.root / "models" / "quantile.py", '"""Quantile', '"""The quantile')  # its docstring: the file changed
+    second = copy("quantile", "mean")
+    kernels = _kernels(second["compiled"])
+    assert len(kernels) == 1 and "Quantile" in kernels[0], second["compiled"]
+    assert second["theta_bar"] == first["theta_bar"]
+    # a helper of the mean model's module recompiles the mean model's kernel, not the quantile one's
+    _edit(copy.root / "models" / "mean.py", '"""', '"""\n# an edit\n')
+    third = copy("quantile", "mean")
+    kernels = _kernels(third["compiled"])
+    assert len(kernels) == 1 and "Mean" in kernels[0], third["compiled"]
+
+
+def test_the_sources_of_a_function_are_its_file_and_where_its_constants_and_modules_come_from():
+    """``RATIO_CHUNK`` and ``FIRST_FILL`` of recursion/steps.py are frozen into the kernel of recursion/kernels.py."""
+    from ldpsim.engine.numba_cache import note_function, recording
+    from ldpsim.recursion import kernels
+
+    with recording() as frame:
+        note_function(kernels._scalar_path)
+    names = {Path(f).relative_to(PACKAGE).as_posix() for f in frame.files}
+    assert names == {"recursion/kernels.py", "recursion/steps.py"}
+    with recording() as outside:
+        pass
+    assert outside.files == set()  # nothing is recorded outside a compilation's frame
