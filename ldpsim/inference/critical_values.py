@@ -20,7 +20,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from scipy import integrate, optimize
 
 
 def _char_fn(t: np.ndarray | float, c: float) -> complex:
@@ -43,6 +42,8 @@ def random_scaling_coverage(c: float) -> float:
     float
         Two-sided coverage of ``[-c, c]``.
     """
+    from scipy import integrate  # lazy: import ldpsim <= 1 s (issue 41)
+
     def integrand(u):
         return 2.0 * _char_fn(u * u, c).imag / u
 
@@ -71,6 +72,8 @@ def random_scaling_critical_value(level: float) -> float:
         If ``level`` is outside [0.05, 0.9999], where the inversion is not
         checked.
     """
+    from scipy import optimize
+
     if not 0.05 <= level <= 0.9999:
         raise ValueError(f"level = {level} is outside [0.05, 0.9999], where SN critical values are computed")
     return optimize.brentq(lambda c: random_scaling_coverage(c) - level, 0.1, 40.0, xtol=1e-12)

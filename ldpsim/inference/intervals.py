@@ -11,7 +11,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
 
 from .critical_values import random_scaling_critical_value
 from .streaming import PathState, StreamLayout
@@ -86,6 +85,8 @@ _MAMMEN_P_LOW = (_SQRT5 + 1.0) / (2.0 * _SQRT5)
 @lru_cache(maxsize=256)
 def normal_quantile(level: float) -> float:
     """``z`` with ``P(|Z| <= z) = level`` for standard normal ``Z`` (cached: scipy takes 0.2 ms a call)."""
+    from scipy import stats  # lazy: import ldpsim <= 1 s (issue 41)
+
     return float(stats.norm.ppf(0.5 + level / 2.0))
 
 

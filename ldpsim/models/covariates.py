@@ -13,7 +13,6 @@ import itertools
 from typing import NamedTuple
 
 import numpy as np
-from scipy import special, stats
 
 from ..engine.lanes import any_lane
 from ..engine.rng import normal, normal_where, uniform
@@ -87,6 +86,8 @@ class CovariateLaw:
     """
 
     def __init__(self, name: str, bound: float = 1.0):
+        from scipy import stats  # lazy: import ldpsim <= 1 s (issue 41)
+
         if name not in COVARIATES:
             raise ValueError(f"covariates = {name!r} is not one of: {', '.join(COVARIATES)}")
         self.name, self.bound = name, float(bound)
@@ -132,6 +133,8 @@ class CovariateLaw:
         -------
         numpy.ndarray
         """
+        from scipy import special
+
         if nodes is None:
             if d - 1 not in QUADRATURE_NODES:
                 raise ValueError(f"a quadrature over {d - 1} covariates needs nodes given (defaults up to "

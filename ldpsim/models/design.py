@@ -28,7 +28,6 @@ import functools
 import math
 
 import numpy as np
-from scipy import special
 
 from ..engine.jit import dual
 from ..engine.rng import normal
@@ -66,6 +65,8 @@ def mallows_weight(sq):
 
 @functools.lru_cache(maxsize=None)
 def _legendre(n: int):
+    from scipy import special  # lazy: import ldpsim <= 1 s (issue 41)
+
     return special.roots_legendre(n)
 
 
@@ -79,6 +80,8 @@ def gauss_legendre(a, b, n: int):
 
 def chi_density(v, nu: int):
     """Density of ``sqrt(V)``, ``V ~ chi^2_nu`` (``nu >= 1``): ``v^(nu-1) e^(-v^2/2) / (2^(nu/2-1) Gamma(nu/2))``."""
+    from scipy import special
+
     v = np.asarray(v, dtype=float)
     log_norm = (nu / 2.0 - 1.0) * math.log(2.0) + special.gammaln(nu / 2.0)
     with np.errstate(divide="ignore"):

@@ -52,7 +52,6 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import special
 
 from ..engine.jit import JIT_OPTIONS, dual
 from ..engine.rng import exponential, normal, uniform
@@ -265,6 +264,8 @@ def _symmetric_jacobi(k: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
         If scipy's rule is not finite (its Newton refinement fails for many
         nodes and a large ``alpha``: 400 nodes at ``alpha = 348``).
     """
+    from scipy import special  # lazy: import ldpsim <= 1 s (issue 41)
+
     with np.errstate(all="ignore"):
         nodes, weights = special.roots_jacobi(k, alpha, alpha)
     if not (np.isfinite(nodes).all() and np.isfinite(weights).all() and weights.sum() > 0):

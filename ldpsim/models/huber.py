@@ -41,7 +41,6 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import optimize, special, stats
 
 from ..extend import all_lanes, any_lane, constrain, lane_array, normal, observe, register_vector, where
 from ..privacy.mechanisms import add_released_joint
@@ -59,6 +58,8 @@ SCALE_FLOOR = 0.01
 
 def huber_kappa(c: float) -> float:
     """``kappa_c = E min(Z^2, c^2) = (2 Phi(c) - 1) - 2 c phi(c) + 2 c^2 (1 - Phi(c))``."""
+    from scipy import special, stats  # lazy: import ldpsim <= 1 s (issue 41)
+
     inside = 2.0 * special.ndtr(c) - 1.0
     return float(inside - 2.0 * c * stats.norm.pdf(c) + 2.0 * c * c * special.ndtr(-c))
 
@@ -87,6 +88,8 @@ def huber_gradient_parts(u, sq, c: float, kappa: float, clip: float | None):
 
 def normal_huber_moments(mu, tau, c: float):
     """For ``U ~ N(mu, tau^2)``: ``E rho_c(U)``, ``E psi_c(U)``, ``E min(U^2, c^2)`` (closed forms, broadcast)."""
+    from scipy import special
+
     a1 = (-c - mu) / tau
     a2 = (c - mu) / tau
     low = special.ndtr(a1)  # P(U < -c)
@@ -253,6 +256,8 @@ class HuberModel(OnlineModel):
         check it against the numerical Jacobian of :meth:`mean_gradient` at
         the computed ``theta*``.
         """
+        from scipy import special, stats
+
         c, sd = self.c, self.error_sd
         inside = 2.0 * special.ndtr(c) - 1.0
         second_in = inside - 2.0 * c * stats.norm.pdf(c)
@@ -263,6 +268,8 @@ class HuberModel(OnlineModel):
 
     def gradient_covariance(self) -> np.ndarray:
         """``S`` at ``(beta, sigma)``: ``kappa E[w^2 x x']``, ``E[(kappa - psi^2)^2] E[w^2] / 4``, plus ``S_LDP``."""
+        from scipy import special, stats
+
         c, k = self.c, self.kappa
         inside = 2.0 * special.ndtr(c) - 1.0
         fourth = 3.0 * inside - 2.0 * stats.norm.pdf(c) * (c**3 + 3.0 * c) + c**4 * (1.0 - inside)
@@ -284,6 +291,8 @@ class HuberClipModel(Clipped, HuberModel):
     @functools.cached_property
     def _limit(self) -> np.ndarray:
         """``(beta, sigma_clip)``: the ``b`` part of the mean clipped gradient at ``b = beta`` is 0 by symmetry."""
+        from scipy import optimize, special
+
         c, k, clip, sd = self.c, self.kappa, self.clip, self.error_sd
         if math.isinf(clip):
             return self.theta_star()

@@ -13,7 +13,6 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import special
 
 from ..extend import observe, register_vector, uniform, where
 from ..privacy.mechanisms import add_released
@@ -66,6 +65,7 @@ class LogisticModel(RegressionModel):
 
     def hessian(self) -> np.ndarray:
         """``G = E[s(X^T beta) (1 - s(X^T beta)) X X^T]`` by Gauss-Legendre quadrature."""
+        from scipy import special  # lazy: import ldpsim <= 1 s (issue 41)
 
         def integrand(x):
             p = special.expit(x @ self.coef)

@@ -28,7 +28,6 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import optimize, special
 
 from ..extend import all_lanes, lane_array, observe, register_vector, uniform, where
 from ..privacy.mechanisms import add_released
@@ -80,6 +79,8 @@ def logistic_online_gradient(params, obs, theta, gen, out):
 
 def _bregman_softplus(eta, eta_star):
     """``KL(s(eta*) || s(eta)) = sp(eta) - sp(eta*) - s(eta*) (eta - eta*)``, ``sp(t) = log(1 + e^t)``."""
+    from scipy import special  # lazy: import ldpsim <= 1 s (issue 41)
+
     return np.logaddexp(0.0, eta) - np.logaddexp(0.0, eta_star) - special.expit(eta_star) * (eta - eta_star)
 
 
@@ -118,6 +119,8 @@ class LogisticMallowsModel(OnlineModel):
 
     def mean_gradient(self, theta) -> np.ndarray:
         """``E[w (s(x'theta) - s(x'beta)) x]``: the expectation over ``y`` given ``x`` taken exactly."""
+        from scipy import special
+
         u1, u2, c1, c2, b = self._plane(theta)
         th0 = float(np.asarray(theta)[0])
 
@@ -171,12 +174,16 @@ class LogisticMallowsModel(OnlineModel):
 
     def hessian(self) -> np.ndarray:
         """``G = E[w s(x'theta*) (1 - s(x'theta*)) x x']`` by quadrature (``theta*`` = ``beta``, checked)."""
+        from scipy import special
+
         star = self.theta_star()
         norm = float(np.linalg.norm(star[1:]))
         return self._outer(lambda t: special.expit(star[0] + norm * t) * special.expit(-star[0] - norm * t), 1, star)
 
     def gradient_covariance(self) -> np.ndarray:
         """``S = E[w^2 s (1 - s) x x'] + S_LDP`` at ``theta* = beta`` (``E[(s - y)^2 | x] = s (1 - s)`` there)."""
+        from scipy import special
+
         star = self.theta_star()
         if not np.allclose(star, self.coef, rtol=0, atol=1e-9):
             raise RuntimeError(f"{self.name}: S is written for theta* = beta, got {star}")
@@ -206,6 +213,8 @@ class LogisticClipModel(Clipped, LogisticMallowsModel):
             return self._clipped_gradient_terms(a0, a1)
 
     def _clipped_gradient_terms(self, a0: float, a1: float) -> np.ndarray:
+        from scipy import optimize, special
+
         b = float(np.linalg.norm(self.coef[1:]))
         clip, nodes = self.clip, self.design.nodes
         total = np.zeros(2)

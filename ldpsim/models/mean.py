@@ -19,7 +19,6 @@ import re
 from typing import NamedTuple
 
 import numpy as np
-from scipy import integrate, stats
 
 from ..engine.dispatch import by_record
 from ..engine.errors import ConfigError
@@ -123,6 +122,8 @@ def law_moments(law: str) -> tuple[float, float]:
 
 def law_distribution(law: str):
     """``scipy.stats`` frozen law of ``X``."""
+    from scipy import stats  # lazy: import ldpsim <= 1 s (issue 41)
+
     record = law_record(law)
     return stats.uniform() if isinstance(record, UniformLaw) else stats.beta(record.a, record.b)
 
@@ -132,6 +133,8 @@ def rounding_term(law: str, G: int) -> float:
 
     ``1/6`` for ``U(0, 1)`` (``f`` is uniform); otherwise by adaptive quadrature on each grid cell.
     """
+    from scipy import integrate
+
     if law == "uniform":
         return 1.0 / 6.0
     dist = law_distribution(law)

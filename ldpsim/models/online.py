@@ -25,7 +25,6 @@ import functools
 import math
 
 import numpy as np
-from scipy import optimize
 
 from ..engine.errors import ConfigError
 from ..privacy.ldp import LDP_MECHANISMS, BoundedMechanism
@@ -47,6 +46,8 @@ def solve_root(gradient, start, what: str, fallback=()) -> np.ndarray:
     RuntimeError
         If neither method converges (never for the models here).
     """
+    from scipy import optimize  # lazy: import ldpsim <= 1 s (issue 41)
+
     starts = [start] + list(fallback or [])
     for x in starts:
         x = np.asarray(x, dtype=float)

@@ -19,7 +19,6 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
 
 from ..engine.errors import ConfigError
 from ..extend import Model, normal, observe, randomized_response, register_scalar, uniform, where
@@ -124,6 +123,8 @@ def parse_law(name: str, value) -> str:
 
 def law_distribution(law: str):
     """``scipy.stats`` frozen law of ``X``: ``norm()`` or ``cauchy()``."""
+    from scipy import stats  # lazy: import ldpsim <= 1 s (issue 41)
+
     return stats.cauchy() if law == "cauchy" else stats.norm()
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
 
 from ..extend import normal, observe, register_vector, where
 from ..privacy.mechanisms import add_released
@@ -61,6 +60,8 @@ class QuantileRegressionModel(RegressionModel):
     keys = ("tau",) + RegressionModel.keys
 
     def __init__(self, tau: float = 0.5, **kwargs):
+        from scipy import stats  # lazy: import ldpsim <= 1 s (issue 41)
+
         self.tau = float(tau)
         # e ~ N(-q_tau, 1): its tau-quantile is 0, so beta_tau = COEF for every tau
         self.shift = float(stats.norm.ppf(self.tau))
@@ -77,6 +78,8 @@ class QuantileRegressionModel(RegressionModel):
 
     def hessian(self) -> np.ndarray:
         """``G = p_e(0) Sigma_X``."""
+        from scipy import stats
+
         return float(stats.norm.pdf(self.shift)) * self.covariates.second_moment(self.dim)
 
     def sgd_covariance(self) -> np.ndarray:

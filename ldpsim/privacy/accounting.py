@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import math
 
-from scipy import optimize, special
-
 from .gdp import gdp_delta, gdp_epsilon, gdp_mu
 
 #: Sampling schemes of DP-SGD, as configs spell them.
@@ -50,6 +48,8 @@ _LOG2 = math.log(2.0)
 
 
 def _log_ndtr(x: float) -> float:
+    from scipy import special  # lazy: import ldpsim <= 1 s (issue 41)
+
     return float(special.log_ndtr(x))
 
 
@@ -63,6 +63,8 @@ def _swor_log_f(sigma: float) -> float:
     ``ndtr`` of small arguments (``3 Phi(-c) - 1 - Phi(-b) = 3 (Phi(-c) - 1/2) - (Phi(-b) - 1/2)``
     with ``Phi(-x) - 1/2 = -erf(x / sqrt 2) / 2``).
     """
+    from scipy import special
+
     if sigma > SERIES_SIGMA:
         # f = (x^2/2) (1 + 2 phi(0) x + x^2/2 + (3/4) phi(0) x^3 + x^4/6 + 0.086 x^5 + ...), x = 1/sigma (Taylor,
         # checked against 60 digits): the first term left out is below 1e-16 here, where the closed form below
@@ -143,6 +145,8 @@ def clt_sigma(mu: float, q: float, steps: int, sampling: str = "swor") -> float:
     ``mu = inf`` gives 0 (no noise). mu decreases strictly in sigma, from
     ``inf`` to 0, so the root is unique; it is found in ``log sigma``.
     """
+    from scipy import optimize
+
     if math.isinf(mu):
         return 0.0
     _check("mu", mu)

@@ -21,8 +21,6 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from scipy import optimize
-
 from .mechanisms import Gaussian, _fmt, _log_delta, gaussian_delta
 
 
@@ -56,6 +54,8 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     Solved by Brent's method; delta(epsilon) falls from ``2 Phi(mu / 2) - 1`` at
     epsilon = 0 to 0. Returns 0 if delta is already met at epsilon = 0.
     """
+    from scipy import optimize  # lazy: import ldpsim <= 1 s (issue 41)
+
     _check_mu(mu)
     if not 0.0 < delta < 1.0:
         raise ValueError(f"delta must be in (0, 1), got {delta}")

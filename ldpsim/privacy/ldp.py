@@ -25,12 +25,12 @@ docs/mechanisms.md has the formulas and their sources.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import ClassVar, NamedTuple
 
 import numpy as np
-from scipy import optimize, special
 
 from ..engine.dispatch import by_record
 from ..engine.jit import dual
@@ -78,14 +78,28 @@ def _hybrid_gap(epsilon: float) -> float:
     return (a + 4.0) / (3.0 * a * a) - duchi_bound(epsilon) ** 2
 
 
+@functools.cache
+def _hybrid_threshold() -> float:
+    from scipy import optimize  # lazy: import ldpsim <= 1 s (issue 41)
+
+    return float(optimize.brentq(_hybrid_gap, 0.1, 2.0, xtol=1e-15))
+
+
 #: ``eps*`` of the Hybrid mechanism (Wang et al. 2019, about 0.61): below it HM is Duchi's mechanism alone. It is
-#: where PM's variance at ``t = 0`` equals Duchi's (the worst case of both); solved, not typed in.
-HYBRID_THRESHOLD = float(optimize.brentq(_hybrid_gap, 0.1, 2.0, xtol=1e-15))
+#: where PM's variance at ``t = 0`` equals Duchi's (the worst case of both); solved, not typed in (on first use, by
+#: the module's ``__getattr__``: scipy.optimize is not loaded at import).
+HYBRID_THRESHOLD: float
+
+
+def __getattr__(name):
+    if name == "HYBRID_THRESHOLD":
+        return _hybrid_threshold()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def hybrid_alpha(epsilon: float) -> float:
     """The Hybrid mechanism's probability of using PM: ``1 - e^(-eps/2)`` above :data:`HYBRID_THRESHOLD`, else 0."""
-    return -math.expm1(-epsilon / 2.0) if epsilon > HYBRID_THRESHOLD else 0.0
+    return -math.expm1(-epsilon / 2.0) if epsilon > _hybrid_threshold() else 0.0
 
 
 def hybrid_variance(epsilon: float, t):
@@ -119,6 +133,8 @@ def l2_constant(d: int) -> float:
     Duchi et al.'s l2 mechanism outputs ``B = D / E|U_1|`` times a point of a
     hemisphere, which makes ``E[Z | v] = v`` (derived in docs/mechanisms.md).
     """
+    from scipy import special
+
     return math.sqrt(math.pi) * math.exp(special.gammaln((d + 1) / 2.0) - special.gammaln(d / 2.0))
 
 
@@ -146,6 +162,8 @@ def nprr_entropy_rule(epsilon: float) -> tuple[int, float]:
     keeps epsilon exact. Gives their (G, r) at eps = 0.5, 1, 2, 4, 8
     (tests/data/mechanism_references.json).
     """
+    from scipy import optimize
+
     found = optimize.minimize(lambda r: _nprr_entropy(float(r[0]), epsilon), [0.6], bounds=[(0.51, 0.99)],
                               method="L-BFGS-B")
     r_star = float(found.x[0])

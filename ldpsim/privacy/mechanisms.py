@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
 import numpy as np
-from scipy import optimize, special
 
 from ..engine import usercode
 from ..engine.errors import ConfigError
@@ -228,6 +227,8 @@ def _log_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
     ``x1 < 0`` (delta > 1/2) ``erfcx`` would overflow, and the difference of
     ``log_ndtr`` terms, both small, is accurate instead.
     """
+    from scipy import special  # lazy: import ldpsim <= 1 s (issue 41)
+
     u = sensitivity / (2.0 * sigma)
     v = epsilon * sigma / sensitivity
     x1, x2 = v - u, v + u
@@ -342,6 +343,8 @@ class Gaussian:
         0.0 for epsilon = inf. Solved by Brent's method in ``log sigma`` on
         ``log delta`` (delta decreases in sigma, from 1 at 0 to 0 at inf).
         """
+        from scipy import optimize
+
         eps, delta, sens = float(self.epsilon), float(self.delta), float(self.sensitivity)
         if math.isinf(eps):
             return 0.0

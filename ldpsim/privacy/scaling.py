@@ -61,7 +61,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 #: Histograms per privately scaled column (magnitude, spread, location).
 HISTOGRAMS = 3
@@ -127,6 +126,8 @@ def histogram_noise_sd(columns: int, mu: float) -> float:
 
 def threshold(bins: int) -> float:
     """Noise SDs below which a count of a ``bins``-bin histogram is read as zero: ``z_(1 - ALPHA / bins)``."""
+    from scipy import special  # lazy: import ldpsim <= 1 s (issue 41)
+
     return float(-special.ndtri(ALPHA / bins))
 
 
@@ -182,6 +183,8 @@ def _sparse_noisy(index: np.ndarray, bins: int, noise_sd: float, gen: np.random.
     ``Binomial(empty, p)`` pass (``p`` the normal tail beyond the threshold),
     at uniformly drawn empty positions, with values from that tail.
     """
+    from scipy import special
+
     occupied, counts = np.unique(index, return_counts=True)
     level = threshold(bins)
     noisy = counts + noise_sd * gen.standard_normal(counts.shape[0])
@@ -215,6 +218,8 @@ def _spread(diff: np.ndarray) -> float:
     spread is within 0.8-1.4 of its SD, ratings 1-5 get 1.4 times theirs). Edges where ``F`` is below 0.02 or
     above 0.98 say little; with none between, the median of the untied differences interpolated in its bin.
     """
+    from scipy import special
+
     # ties count (a discrete column's normal equivalent): left out, they made the scale of ratings 1-5 1.7
     # times their SD instead of 1.4
     cdf = np.cumsum(diff) / diff.sum()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 
 def proportion(name: str, hits) -> dict:
@@ -57,6 +56,8 @@ def loglog_slope(x, samples, level: float = 0.95) -> dict:
         replications). NaN where fewer than two points or two replications,
         or a non-positive mean.
     """
+    from scipy import stats  # lazy: import ldpsim <= 1 s (issue 41)
+
     x = np.asarray(x, dtype=float)
     samples = np.asarray(samples, dtype=float)
     nan = {"slope": math.nan, "slope_se": math.nan, "slope_lo": math.nan, "slope_hi": math.nan}

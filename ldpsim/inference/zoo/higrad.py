@@ -29,7 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ...engine.errors import ConfigError
 from ...engine.jit import jit
@@ -237,6 +236,8 @@ def higrad_interval(estimates: np.ndarray, layout: HiGradLayout, *, level: float
     lo, hi : numpy.ndarray
         ``(d,)``, centred at the mean of the thread estimates; NaN where an estimate is not finite.
     """
+    from scipy import stats  # lazy: import ldpsim <= 1 s (issue 41)
+
     total = layout.final_threads
     centre = estimates.mean(axis=0)
     resid = estimates - centre

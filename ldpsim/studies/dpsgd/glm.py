@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
 
 #: Upper end of theta*'s uniform law per model (002, Section 6.1).
 THETA_HI = {"linear": 1.0, "logistic": 0.5}
@@ -50,6 +49,8 @@ def design_cholesky(design: str, d: int) -> np.ndarray:
 
 def residuals(model: str, X, y, theta):
     """``r_i`` (``grad l_i = r_i x_i``) and the Hessian weights ``w_i`` (``grad^2 l_i = w_i x_i x_i'``)."""
+    from scipy import special  # lazy: import ldpsim <= 1 s (issue 41)
+
     fit = X @ theta
     if model == "linear":
         return fit - y, np.ones_like(y)
@@ -115,6 +116,8 @@ def full_sample_fit(model: str, X, y, max_iter: int = 100):
 
 
 def _full_sample_fit(model, X, y, max_iter):
+    from scipy import special
+
     n, d = X.shape
     if model == "linear":
         xtx = X.T @ X
