@@ -102,6 +102,15 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="set any config key, as for run")
 
+    kern = sub.add_parser("kernels", help="the kernels a run of a config compiles (model record, lanes, zoo pass) "
+                                          "and whether each is in numba's cache; nothing is compiled")
+    kern.add_argument("config", help="YAML config file")
+    kern.add_argument("--n", nargs="+", action=_Once, metavar="N", help="sample sizes, as for run")
+    kern.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="set any config key, as for run")
+    kern.add_argument("--lanes", type=_lanes, metavar="L", help="the lanes of the run, as for run")
+    kern.add_argument("--compile", action="store_true",
+                      help="compile the missing kernels now, side by side on all cores, and say how long it took")
+
     keys = sub.add_parser("keys", help="the config keys of a model, built-in or a user's file (path.py:Class)")
     keys.add_argument("model", help="a built-in model's name, or a user's model as path/to/file.py:Class")
 
@@ -478,6 +487,46 @@ def _check(args) -> int:
     return 0 if all(c.holds for c in checks) else 1
 
 
+def _kernels(args) -> int:
+    """The kernels of a run of the config: a table, cached or not; with --compile, the missing ones compiled."""
+    import time
+
+    from tabulate import tabulate
+
+    from .api import load_config
+    from .engine import compiling, usercode
+    from .engine.backends import local_workers
+    from .engine.jit import DISABLED
+
+    config = load_config(args.config, overrides_from="--set", **_overrides(args))
+    if DISABLED:
+        print("NUMBA_DISABLE_JIT is set: nothing is compiled, the kernels run as Python")
+        return 0
+    found = compiling.plan(config.study, config, args.lanes)
+    rows = [[k.name, d["record"], d["lanes"], d["parts"], "yes" if k.cached else "no"]
+            for k in found.kernels for d in [k.describe()]]
+    print(tabulate(rows, headers=["kernel", "model record", "lanes", "zoo pass", "cached"]))
+    missing = found.missing
+    cores = local_workers(-1)
+    print(f"\n{len(found.kernels) - len(missing)} of {len(found.kernels)} kernels cached in {_cache_dir()}"
+          + (f"; a run compiles the other {len(missing)} first, side by side on up to {cores} cores" if missing else ""))
+    if not found.complete:
+        print(f"(the list stops where a tiny run needed a kernel that is not compiled yet ({found.problem}): "
+              "a run compiles the rest as it calls them)")
+    if args.compile and (missing or not found.complete):
+        tic = time.perf_counter()
+        with usercode.compile_errors("user code"):
+            compiling.prepare(config.study, config, args.lanes, cores)
+        print(f"compiled in {time.perf_counter() - tic:.1f} s on {min(cores, max(1, len(missing)))} core(s)")
+    return 0
+
+
+def _cache_dir() -> str:
+    import numba
+
+    return numba.config.CACHE_DIR or "numba's default cache folders"
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     if issubclass(category, ConfigWarning):
         print(f"{PROG}: warning: {message}", file=sys.stderr)
@@ -494,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _check_repeated(args)
         return {"run": _run, "table": _table, "compare": _compare, "trace": _trace, "check": _check,
-                "fit": _fit, "keys": _keys, "audit": _audit}[args.command](args)
+                "fit": _fit, "keys": _keys, "audit": _audit, "kernels": _kernels}[args.command](args)
     except ConfigError as exc:
         text = str(exc).strip() if getattr(exc, "multiline", False) else _one_line(exc)  # a user's code: a few lines
         print(f"{PROG}: error: {text}", file=sys.stderr)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+import ldpsim
+
 PACKAGE = Path(__file__).resolve().parents[1] / "ldpsim"
 
 #: One short path of the quantile model and (optionally) of the mean model, at one lane; prints the
@@ -134,3 +136,56 @@ def test_the_sources_of_a_function_are_its_file_and_where_its_constants_and_modu
     with recording() as outside:
         pass
     assert outside.files == set()  # nothing is recorded outside a compilation's frame
+
+
+# --- the kernels of a run, listed before they compile, and compiled side by side -----------------------------
+
+def test_the_plan_lists_a_runs_kernels_without_compiling_any():
+    from numba.core import event
+
+    from ldpsim.engine import compiling
+
+    config = ldpsim.load_config({"model": "quantile", "n": 2000, "reps": 2, "epsilon": [1, "inf"],
+                                 "methods": ["BM", "HulC", "OBM"]})
+    compiled = []
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            compiled.append(ev.data["dispatcher"])
+
+        def on_end(self, ev):
+            pass
+
+    listener = Listener()
+    event.register("numba:compile", listener)
+    try:
+        found = compiling.plan(config.study, config, lanes=1)
+    finally:
+        event.unregister("numba:compile", listener)
+    assert compiled == []
+    assert found.complete
+    described = [(k.name, k.describe()["record"], k.describe()["lanes"], k.describe()["parts"]) for k in found.kernels]
+    # per record: the main path's kernel (the classic methods, and the zoo's timing) and one pass per zoo method
+    assert described == [("recursion.kernels._scalar_path", record, 1, part)
+                         for record in ("QuantileRR", "QuantilePlain") for part in ("-", "hulc", "obm")]
+
+
+def test_kernels_command_lists_and_compiles_side_by_side(tmp_path):
+    """``kernels --compile`` in a fresh cache: two kernels compiled in two processes, then listed as cached."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    config = tmp_path / "c.yaml"
+    config.write_text("model: quantile\nn: 2000\nreps: 2\nepsilon: [1, inf]\nmethods: [BM, SN]\n")
+
+    def kernels(*flags):
+        done = subprocess.run([sys.executable, "-m", "ldpsim", "kernels", str(config), "--lanes", "1", *flags],
+                              env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    first = kernels("--compile")
+    assert "0 of 2 kernels cached" in first and "side by side on up to" in first
+    assert "QuantileRR" in first and "QuantilePlain" in first
+    assert "compiled in" in first and "on 2 core(s)" in first or (os.cpu_count() or 1) < 2
+    second = kernels()
+    assert "2 of 2 kernels cached" in second

@@ -449,7 +449,7 @@ def test_the_time_check_pilots_only_where_the_static_model_cannot_decide(monkeyp
         raise AssertionError("piloted")
 
     monkeypatch.setattr(pilot, "measured_tasks", no_pilot)
-    study_of = (lambda config: monkeypatch.setattr(config.study, "warm_up", lambda *a, **k: None) or config.study)
+    study_of = (lambda config: monkeypatch.setattr(config.study, "warm_up_units", lambda *a, **k: []) or config.study)
     small = ldpsim.load_config({"model": "quantile", "n": 1e5, "reps": 10})
     assert pilot.check_run_time(study_of(small), small, 1) < 1.0
     absurd = ldpsim.load_config({"model": "quantile", "n": 2 ** 52, "reps": 500})

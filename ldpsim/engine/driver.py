@@ -33,7 +33,7 @@ from typing import Callable
 from joblib import Parallel, delayed, effective_n_jobs
 
 from . import chunks as store
-from . import interrupt, usercode
+from . import compiling, interrupt, usercode
 from .backends import STREAMING, BackendError, check_backend, joblib_backend, local_workers
 from .config import Config
 
@@ -193,14 +193,18 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
         bar.update(total - sum(cost(todo, stop - start) for todo, start, stop in tasks))
         if tasks:
             with usercode.compile_errors("user code"):  # numba's page of typing errors, cut to its cause
-                # compiles into the cache that local workers load from; in a thread, so that Ctrl-C and SIGTERM
-                # stop the run within a poll, and a long first compilation is said with its elapsed time
+                # compiles into the cache that local workers load from, the missing kernels side by side on the
+                # local cores; in a thread, so that Ctrl-C and SIGTERM stop the run within a poll, and a long first
+                # compilation is said with its elapsed time
                 def said(line):  # a line of its own, not glued to the progress bar's
                     bar.clear()
                     log(line)
                     bar.refresh()
 
-                interrupt.while_compiling(lambda: study.warm_up(config, lanes), said)
+                if backend in ("loky", "threading") and scheduler is None:
+                    compiling.prepare(study, config, lanes, local_workers(n_jobs), said)
+                else:  # a cluster's workers load from their own caches: this process fills its own
+                    interrupt.while_compiling(lambda: study.warm_up(config, lanes), said)
             identity = store.code_identity(study)
             calls = [delayed(_chunk_task)(todo, study, [config.settings[i] for i in todo], config.options,
                                           config.seed, start, stop, identity, lanes)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import interrupt
+from . import compiling
 from .resources import MAX_RUN_SECONDS, check_time
 
 #: The clock the pilot reads (a test may replace it).
@@ -260,7 +260,7 @@ def estimate_seconds(study, config, workers: int = 1, lanes=None) -> float:
     Worker startup (:func:`startup_seconds`) plus the pilot's replications
     shared by the workers that other processes' use of the cores leaves (:class:`OtherLoad`).
     """
-    study.warm_up(config, lanes)
+    compiling.prepare(study, config, lanes, workers)
     tasks, _, others = measured_tasks(study, config.settings, config.options, config.reps, config.seed, lanes)
     shared = available_workers(workers, others)
     return startup_seconds(config, workers, lanes) + check_time(tasks, shared, allow_long=True)
@@ -283,10 +283,7 @@ def check_run_time(study, config, workers: int, allow_long: bool = False, lanes=
         return static
     if static > STATIC_ERROR * limit:
         return check_time(static_tasks(study, config.settings, config.options, config.reps), workers, limit=limit)
-    if log is None:
-        study.warm_up(config, lanes)
-    else:  # (in a thread: Ctrl-C and SIGTERM stop it, and a long compile is said)
-        interrupt.while_compiling(lambda: study.warm_up(config, lanes), log)
+    compiling.prepare(study, config, lanes, workers, log)  # the missing kernels side by side on the workers' cores
     tasks, basis, others = measured_tasks(study, config.settings, config.options, config.reps, config.seed, lanes)
     return check_time(tasks, available_workers(workers, others), limit=limit, basis=basis)
 

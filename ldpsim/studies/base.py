@@ -160,6 +160,18 @@ class Study(ABC):
 
     def warm_up(self, config: Config, lanes: int | None = None) -> None:
         """Compile (or load from the cache) the kernels once, before workers start, at the run's lanes."""
+        for unit in self.warm_up_units(config, lanes):
+            unit()
+
+    def warm_up_units(self, config: Config, lanes: int | None = None) -> list:
+        """:meth:`warm_up` as calls of their own, each a kernel (or a few) on a tiny input.
+
+        :func:`ldpsim.engine.compiling.plan` lists a run's kernels by running
+        them with the kernels not yet compiled skipped: a unit that fails then
+        (its wrapper needed a skipped kernel's result) leaves the others
+        listed. The default: none (a study without kernels of its own to warm).
+        """
+        return []
 
     @staticmethod
     def distinct_kernels(config: Config, build, variant=None):

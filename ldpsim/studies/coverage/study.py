@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import sys
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -238,24 +239,27 @@ class CoverageStudy(Study):
     def pilot_setting(self, setting, options, fraction):
         return pilot_n(setting, fraction)
 
-    def warm_up(self, config, lanes=None):
-        # the kernels are specialised on one observation a step or several, and on the lanes
+    def warm_up_units(self, config, lanes=None):
+        # the kernels are specialised on one observation a step or several, and on the lanes; the zoo's a kernel
+        # per method (its pass)
+        units = []
+        zoo = zoo_methods(config.methods)
         if config.options["looks"]:  # the looks run the trace kernel: compile it on a short path
             from .checkpoints import TraceLayout, run_trace
 
             for setting, model in self.distinct_kernels(config, build_model):
-                run_trace(model, as_generator(0), setting.c, setting.gamma, setting.theta0,
-                          TraceLayout.build([32, 64], 0.5, setting.gamma))
-                if zoo_methods(config.methods):  # their runs to each look
-                    _warm_zoo(setting, model, config.options, self.lane_width(setting, config.options, lanes))
-            return
+                units.append(partial(run_trace, model, as_generator(0), setting.c, setting.gamma, setting.theta0,
+                                     TraceLayout.build([32, 64], 0.5, setting.gamma)))
+                width = self.lane_width(setting, config.options, lanes)
+                units += [partial(_warm_zoo, setting, model, config.options, width, [m]) for m in zoo]  # to each look
+            return units
         for setting, model in self.distinct_kernels(config, build_model, lambda s: s.batch_size == 1):
             small = setting.replace(n=64, beta=0.5)
-            run_paths_lanes(model, [as_generator(0)], small.n, small.c, small.gamma, small.theta0,
-                            [stream_layout(small, config.methods)], small.batch_size,
-                            self.lane_width(setting, config.options, lanes))
-            if zoo_methods(config.methods):
-                _warm_zoo(setting, model, config.options, self.lane_width(setting, config.options, lanes))
+            width = self.lane_width(setting, config.options, lanes)
+            units.append(partial(run_paths_lanes, model, [as_generator(0)], small.n, small.c, small.gamma,
+                                 small.theta0, [stream_layout(small, config.methods)], small.batch_size, width))
+            units += [partial(_warm_zoo, setting, model, config.options, width, [m]) for m in zoo]
+        return units
 
     def prepare(self, setting, options, twin=False):
         return self._prepare([setting], options, twin)
@@ -520,12 +524,15 @@ def _copy_generator(gen: np.random.Generator) -> np.random.Generator:
     return np.random.Generator(bit)
 
 
-def _warm_zoo(setting, model, options, width) -> None:
-    """Compile (or load) the kernel of each of the run's zoo methods alone (its pass, :meth:`CoverageStudy._zoo_passes`)."""
+def _warm_zoo(setting, model, options, width, methods=None) -> None:
+    """Compile (or load) the kernel of each of the run's zoo methods alone (its pass, :meth:`CoverageStudy._zoo_passes`).
+
+    ``methods``: these of the run's zoo methods only.
+    """
     small = setting.replace(n=256, beta=0.5)
     opts = dict(options, higrad_splits=1)  # a tree of the same types that fits 256 steps
     gens = [as_generator(0)]
-    methods = zoo_methods(options["methods"])
+    methods = zoo_methods(options["methods"]) if methods is None else methods
     specs = [zoo_spec(small, opts, [m], build_model) for m in methods]
     for spec in specs:
         run_paths_lanes(model, gens, small.n, small.c, small.gamma, small.theta0,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from functools import partial
 
 import numpy as np
 
@@ -297,16 +298,10 @@ class DpsgdStudy(Study):
         target = max(PILOT_MIN_STEPS, int(round(steps * fraction)))
         return setting.replace(kappa=math.log(target) / math.log(setting.n), accountant="clt")
 
-    def warm_up(self, config, lanes=None):
-        gen = as_generator(0)
+    def warm_up_units(self, config, lanes=None):
         kinds = {(s.model, s.sampling, self.lane_width(s, config.options, lanes)) for s in config.settings}
         dpgd = "DPGD" in config.options["methods"]
-        for model, sampling, width in sorted(kinds):
-            theta_star, X, y, xnorm = draw_data(gen, model, np.eye(DIM), 20, 1.0)
-            run_dpsgd_lanes([gen], [(X, y, xnorm)], model, sampling, 64, 2, 0.2, 0.501, 1.0, 0.5, 0.0,
-                            StreamLayout.build(64, 0.5, 0.501), width)
-            if dpgd:
-                run_dpgd(gen, X, y, xnorm, model, 2, 0.5, 1.0, 0.1, 0.0)
+        return [partial(_warm_kind, model, sampling, width, dpgd) for model, sampling, width in sorted(kinds)]
 
     def prepare(self, setting, options, twin=False):
         return setting, options, output_columns(options), calibrate(setting, options["methods"]), twin
@@ -425,6 +420,16 @@ class DpsgdStudy(Study):
         from .tables import render_markdown
 
         return render_markdown(tables, self.table_title(meta))
+
+
+def _warm_kind(model, sampling, width, dpgd) -> None:
+    """Compile (or load) the kernels of one model, sampling and lanes on a tiny sample (and DP-GD's with it)."""
+    gen = as_generator(0)
+    theta_star, X, y, xnorm = draw_data(gen, model, np.eye(DIM), 20, 1.0)
+    run_dpsgd_lanes([gen], [(X, y, xnorm)], model, sampling, 64, 2, 0.2, 0.501, 1.0, 0.5, 0.0,
+                    StreamLayout.build(64, 0.5, 0.501), width)
+    if dpgd:
+        run_dpgd(gen, X, y, xnorm, model, 2, 0.5, 1.0, 0.1, 0.0)
 
 
 __all__ = ["DPSGD_KEYS", "DpsgdStudy"]

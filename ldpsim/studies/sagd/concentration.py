@@ -16,6 +16,7 @@ checked for the setting.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
@@ -183,7 +184,10 @@ class ConcentrationStudy(SagdStudy):
         T = setting_T(setting, build_model(setting, options["nodes"]))
         return setting if fraction >= 1.0 else setting.replace(T=max(1, int(round(T * fraction))))
 
-    def warm_up(self, config, lanes=None):
+    def warm_up_units(self, config, lanes=None):
+        return [partial(self._warm, config)]
+
+    def _warm(self, config):
         # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)
         s = config.settings[0].replace(n=8)
         model = build_model(s, config.options["nodes"])

@@ -19,6 +19,8 @@ rise.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ...engine.config import ConfigError, Key, Range, show
@@ -136,7 +138,10 @@ class GeneralizationStudy(SagdStudy):
         # the same data, fewer passes
         return setting if fraction >= 1.0 else setting.replace(epochs=max(1, int(round(setting.epochs * fraction))))
 
-    def warm_up(self, config, lanes=None):
+    def warm_up_units(self, config, lanes=None):
+        return [partial(self._warm, config)]
+
+    def _warm(self, config):
         # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)
         s = config.settings[0].replace(n=8)
         model = build_model(s, config.options["nodes"])

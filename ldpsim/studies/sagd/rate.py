@@ -20,6 +20,7 @@ next to the theorem's -2/3 (which ignores the logarithms, ``rho_(n,d)^2``).
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
@@ -140,7 +141,10 @@ class RateStudy(SagdStudy):
         # the same data, a fraction of the steps
         return setting if fraction >= 1.0 else setting.replace(T_factor=setting.T_factor * fraction)
 
-    def warm_up(self, config, lanes=None):
+    def warm_up_units(self, config, lanes=None):
+        return [partial(self._warm, config)]
+
+    def _warm(self, config):
         # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)
         s = config.settings[0].replace(n=8)
         model = build_model(s, config.options["nodes"])

@@ -25,6 +25,7 @@ Tables:
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
@@ -172,10 +173,10 @@ class TrajectoryStudy(Study):
     def pilot_setting(self, setting, options, fraction):
         return pilot_n(setting, fraction)
 
-    def warm_up(self, config, lanes=None):
-        for setting, model in self.distinct_kernels(config, build_model):
-            run_trajectories(model, [as_generator(0)], 16, setting.c, setting.gamma, setting.theta0, np.array([4, 16]),
-                             setting.batch_size, self.lane_width(setting, config.options, lanes))
+    def warm_up_units(self, config, lanes=None):
+        return [partial(run_trajectories, model, [as_generator(0)], 16, setting.c, setting.gamma, setting.theta0,
+                        np.array([4, 16]), setting.batch_size, self.lane_width(setting, config.options, lanes))
+                for setting, model in self.distinct_kernels(config, build_model)]
 
     def prepare(self, setting, options, twin=False):
         return setting, build_model(setting), setting_checkpoints(setting, options), twin
