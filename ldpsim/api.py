@@ -37,7 +37,6 @@ import numpy as np
 from .engine.backends import check_backend, local_workers
 from .engine.chunks import chunk_key, chunk_size
 from .engine.config import Config, check_run_memory, plain, show
-from .engine.driver import simulate
 from .engine.errors import ConfigError
 from .engine.outdir import RunIdentity, check_path, identity_of_meta, open_output, read_meta, write_text
 from .engine.pilot import check_run_time
@@ -47,6 +46,13 @@ from .studies import DEFAULT_STUDY, get_study, load
 
 #: Stands for "the default output directory" (``results/<file stem>`` for a file, none for a dict).
 DEFAULT_OUT = object()
+
+
+def simulate(config: Config, **options) -> list[dict]:
+    """:func:`ldpsim.engine.driver.simulate`, loaded on a run's first call (joblib with it)."""
+    from .engine.driver import simulate as run_chunks  # lazy: import ldpsim <= 1 s (issue 41)
+
+    return run_chunks(config, **options)
 
 
 def load_config(source=None, overrides_from: str = "overrides", **overrides) -> Config:

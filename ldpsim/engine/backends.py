@@ -22,8 +22,6 @@ import numbers
 import os
 from pathlib import Path
 
-from joblib import cpu_count, parallel_config
-
 from .errors import ConfigError
 
 #: The ``--backend`` choices.
@@ -65,6 +63,8 @@ def check_backend(backend: str, scheduler: str | None = None, n_jobs: int = -1) 
         Unknown backend, ``scheduler`` without ``'dask'``, ``n_jobs = 0``, or
         the backend's optional dependency not installed.
     """
+    from joblib import cpu_count  # lazy: import ldpsim <= 1 s (issue 41)
+
     if backend not in BACKENDS:
         raise BackendError(f"backend = {backend!r} is not one of: {', '.join(BACKENDS)}")
     if scheduler is not None and not isinstance(scheduler, str):
@@ -94,6 +94,8 @@ def check_backend(backend: str, scheduler: str | None = None, n_jobs: int = -1) 
 
 def local_workers(n_jobs: int) -> int:
     """Worker count on this machine for ``n_jobs`` (joblib's meaning: -1 all cores, -2 all but one)."""
+    from joblib import cpu_count
+
     return n_jobs if n_jobs > 0 else max(1, cpu_count() + 1 + n_jobs)
 
 
@@ -153,6 +155,8 @@ def joblib_backend(backend: str = "loky", n_jobs: int = -1, scheduler: str | Non
         cluster started here is closed on leaving it, also on errors and
         interrupts.
     """
+    from joblib import parallel_config
+
     check_backend(backend, scheduler, n_jobs)
     with contextlib.ExitStack() as stack:
         if backend == "dask":
