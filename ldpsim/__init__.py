@@ -20,5 +20,18 @@ __version__ = "0.1.0"
 from .api import Result, load_config, open_result, run  # noqa: E402
 from .engine.errors import ConfigError, ConfigWarning, MissingExtra  # noqa: E402
 
+#: The layers a plain ``import ldpsim`` no longer imports (the studies load on a config's first load, issue 41),
+#: still reached as attributes of the package: ``ldpsim.models`` imports :mod:`ldpsim.models` on first use.
+_LAYERS = ("engine", "privacy", "models", "inference", "recursion", "reporting", "studies", "extend")
+
+
+def __getattr__(name):
+    if name in _LAYERS:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["ConfigError", "ConfigWarning", "MissingExtra", "Result", "__version__", "load_config", "open_result",
            "run"]

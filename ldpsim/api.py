@@ -42,7 +42,6 @@ from .engine.outdir import RunIdentity, check_path, identity_of_meta, open_outpu
 from .engine.pilot import check_run_time
 from .reporting.csvio import read_csv, write_csv
 from .reporting.meta import git_commit, machine, versions
-from .studies import DEFAULT_STUDY, get_study, load
 
 #: Stands for "the default output directory" (``results/<file stem>`` for a file, none for a dict).
 DEFAULT_OUT = object()
@@ -77,6 +76,8 @@ def load_config(source=None, overrides_from: str = "overrides", **overrides) -> 
     ldpsim.engine.errors.ConfigError
         On a bad key or value (one line).
     """
+    from .studies import load  # the studies, their models and kernels: on a config's first load
+
     if isinstance(source, Config):
         if overrides:
             raise ConfigError(f"overrides {', '.join(overrides)} given with a resolved Config: "
@@ -121,6 +122,8 @@ class Result:
     @property
     def study(self):
         """The :class:`~ldpsim.studies.base.Study` that produced the result."""
+        from .studies import DEFAULT_STUDY, get_study
+
         return get_study(self.meta.get("config", {}).get("study", DEFAULT_STUDY))
 
     @property
@@ -489,6 +492,8 @@ def open_result(out: str | Path) -> Result:
         raise ConfigError(f"{str(out / 'meta.json')!r} has a config that is not a mapping of keys to values")
     if not isinstance(meta.get("varied", []), list) or not all(isinstance(k, str) for k in meta.get("varied", [])):
         raise ConfigError(f"{str(out / 'meta.json')!r} has a 'varied' entry that is not a list of keys")
+    from .studies import DEFAULT_STUDY, get_study
+
     study = get_study(config.get("study", meta.get("study", DEFAULT_STUDY)))
     tables = {}
     required = study.required_tables(config)
