@@ -99,8 +99,8 @@ def test_warm_process_compiles_nothing_and_unrelated_edits_keep_the_cache(copy):
 def test_an_edit_of_an_inlined_helper_in_another_module_gives_new_numbers(copy):
     """The quantile gradient is inlined into the kernel of recursion/kernels.py from models/quantile.py."""
     before = copy("quantile")
-    _edit(copy.root / "models" / "quantile.py", "return where(report, params.high, params.low)",
-          "return where(report, params.high, params.low) * 2.0")
+    _edit(copy.root / "models" / "quantile.py", "return where(report, gradient.high, gradient.low)",
+          "return where(report, gradient.high, gradient.low) * 2.0")
     after = copy("quantile")
     assert _kernels(after["compiled"]), "the kernel that inlines the edited gradient is compiled again"
     assert after["theta_bar"]["quantile"] != before["theta_bar"]["quantile"]
@@ -167,7 +167,8 @@ def test_the_plan_lists_a_runs_kernels_without_compiling_any():
     described = [(k.name, k.describe()["record"], k.describe()["lanes"], k.describe()["parts"]) for k in found.kernels]
     # per record: the main path's kernel (the classic methods, and the zoo's timing) and one pass per zoo method
     assert described == [("recursion.kernels._scalar_path", record, 1, part)
-                         for record in ("QuantileRR", "QuantilePlain") for part in ("-", "hulc", "obm")]
+                         for record in ("QuantileParams(QuantileRR, NormalLaw)", "QuantileParams(QuantilePlain, NormalLaw)")
+                         for part in ("-", "hulc", "obm")]
 
 
 def test_kernels_command_lists_and_compiles_side_by_side(tmp_path):

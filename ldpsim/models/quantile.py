@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..engine.dispatch import by_record
 from ..engine.errors import ConfigError
 from ..extend import Model, normal, observe, randomized_response, register_scalar, uniform, where
 from ..privacy.mechanisms import RandomizedResponse
@@ -34,7 +35,7 @@ from ..privacy.mechanisms import RandomizedResponse
 
 
 class QuantileRR(NamedTuple):
-    """Constants of the privatized quantile gradient, as the kernel needs them (``X ~ N(0, 1)``)."""
+    """Constants of the privatized quantile gradient, as the kernel needs them."""
 
     flip_prob: float  # 1 - p
     scale: float  # 1 / (2p - 1)
@@ -44,47 +45,51 @@ class QuantileRR(NamedTuple):
 
 
 class QuantilePlain(NamedTuple):
-    """Constants of the non-private quantile gradient (epsilon = inf, ``X ~ N(0, 1)``)."""
+    """Constants of the non-private quantile gradient (epsilon = inf)."""
 
     tau: float
     high: float  # 1 - tau
     low: float  # -tau
 
 
-class QuantileRRCauchy(NamedTuple):
-    """:class:`QuantileRR` of standard Cauchy data: the same fields, another draw."""
-
-    flip_prob: float
-    scale: float
-    offset: float
-    high: float
-    low: float
+class NormalLaw(NamedTuple):
+    """``X ~ N(0, 1)``."""
 
 
-class QuantilePlainCauchy(NamedTuple):
-    """:class:`QuantilePlain` of standard Cauchy data."""
-
-    tau: float
-    high: float
-    low: float
+class CauchyLaw(NamedTuple):
+    """``X`` standard Cauchy."""
 
 
-#: The records of each law, ``(randomized response, non-private)``.
-RECORDS = {"normal": (QuantileRR, QuantilePlain), "cauchy": (QuantileRRCauchy, QuantilePlainCauchy)}
+class QuantileParams(NamedTuple):
+    """The gradient's constants (:class:`QuantileRR` or :class:`QuantilePlain`) and the data's law.
+
+    One record of both, as :class:`~ldpsim.models.mean.MeanParams`: each part
+    picks its code at compile time (a kernel per combination, one class per part).
+    """
+
+    gradient: tuple
+    law: tuple
+
+
+#: The record of each law.
+LAW_RECORDS = {"normal": NormalLaw(), "cauchy": CauchyLaw()}
 #: The values of the ``law`` key, the default first.
-LAWS = tuple(RECORDS)
+LAWS = tuple(LAW_RECORDS)
 
 
-@observe.register(QuantileRR)
-@observe.register(QuantilePlain)
-def draw_normal(params, gen):
+@by_record
+def draw_law(law, gen):
+    """One observation of ``law``."""
+
+
+@draw_law.register(NormalLaw)
+def draw_normal(law, gen):
     """One observation ``X ~ N(0, 1)``."""
     return normal(gen)
 
 
-@observe.register(QuantileRRCauchy)
-@observe.register(QuantilePlainCauchy)
-def draw_cauchy(params, gen):
+@draw_law.register(CauchyLaw)
+def draw_cauchy(law, gen):
     """One observation ``X = tan(pi (U - 1/2))``, standard Cauchy, from ``U ~ U[0, 1)``.
 
     ``U - 1/2`` is exact; ``U = 0`` gives ``tan(-pi/2)``, about ``-1.6e16``, finite.
@@ -92,19 +97,34 @@ def draw_cauchy(params, gen):
     return math.tan(math.pi * (uniform(gen) - 0.5))
 
 
-@register_scalar(QuantileRRCauchy)
-@register_scalar(QuantileRR)
-def quantile_rr_gradient(params, obs, theta, gen):
+@observe.register(QuantileParams)
+def draw_quantile_observation(params, gen):
+    """One observation ``X`` of the model's law."""
+    return draw_law(params.law, gen)
+
+
+@by_record
+def quantile_gradient(gradient, obs, theta, gen):
+    """``-tau + 1{X <= theta}`` of ``X = obs``, privatized as ``gradient`` says."""
+
+
+@quantile_gradient.register(QuantileRR)
+def quantile_rr_gradient(gradient, obs, theta, gen):
     """The debiased randomized-response gradient of ``X = obs`` at ``theta``."""
-    report = randomized_response(obs <= theta, gen, params.flip_prob)
-    return where(report, params.high, params.low)
+    report = randomized_response(obs <= theta, gen, gradient.flip_prob)
+    return where(report, gradient.high, gradient.low)
 
 
-@register_scalar(QuantilePlainCauchy)
-@register_scalar(QuantilePlain)
-def quantile_plain_gradient(params, obs, theta, gen):
+@quantile_gradient.register(QuantilePlain)
+def quantile_plain_gradient(gradient, obs, theta, gen):
     """``-tau + 1{X <= theta}`` of ``X = obs``."""
-    return where(obs <= theta, params.high, params.low)
+    return where(obs <= theta, gradient.high, gradient.low)
+
+
+@register_scalar(QuantileParams)
+def quantile_params_gradient(params, obs, theta, gen):
+    """The model's gradient of ``X = obs`` at ``theta``."""
+    return quantile_gradient(params.gradient, obs, theta, gen)
 
 
 def parse_law(name: str, value) -> str:
@@ -164,12 +184,13 @@ class QuantileModel(Model):
         self.mechanism = None if math.isinf(self.epsilon) else RandomizedResponse(self.epsilon)
 
     def kernel_params(self, lanes: int = 1):
-        rr_record, plain_record = RECORDS[self.law]
+        law = LAW_RECORDS[self.law]
         if self.mechanism is None:
-            return plain_record(self.tau, 1.0 - self.tau, 0.0 - self.tau)
+            return QuantileParams(QuantilePlain(self.tau, 1.0 - self.tau, 0.0 - self.tau), law)
         rr = self.mechanism
         offset = self.tau + rr.shift
-        return rr_record(rr.flip_prob, rr.scale, offset, rr.scale * 1.0 - offset, rr.scale * 0.0 - offset)
+        return QuantileParams(QuantileRR(rr.flip_prob, rr.scale, offset, rr.scale * 1.0 - offset,
+                                         rr.scale * 0.0 - offset), law)
 
     def theta_star(self) -> np.ndarray:
         """``F^-1(tau)`` of the law."""
@@ -198,4 +219,4 @@ class QuantileModel(Model):
         return f"QuantileModel(tau={self.tau}, epsilon={self.epsilon}{law})"
 
 
-__all__ = ["QuantileModel", "QuantilePlain", "QuantilePlainCauchy", "QuantileRR", "QuantileRRCauchy", "parse_law"]
+__all__ = ["CauchyLaw", "NormalLaw", "QuantileModel", "QuantileParams", "QuantilePlain", "QuantileRR", "parse_law"]
