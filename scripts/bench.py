@@ -34,9 +34,15 @@ Prints, from one process, medians over ``--repeats`` interleaved repetitions
    ``bench()`` of ``bench_dpsgd.py`` (002), ``bench_sagd.py`` (001) and
    ``bench_online.py`` (004), each measured in this process.
 
+9. with ``--compile`` instead of all this, the first result of every committed config from an empty
+   cache (:func:`compile_bench`): the wall time of ``python -m ldpsim run CONFIG --reps 2 --n 2000``
+   in a fresh cache folder (numba compiles the run's kernels), then the same run again (they load),
+   one line each; ``--markdown PATH`` writes the table into that page between its
+   ``<!-- compile-table -->`` markers (docs/performance.md).
+
 Usage
 -----
-``python scripts/bench.py [--n 1e7] [--n-qr 2e6] [--repeats 5] [--reps-vec 500]
+``python scripts/bench.py [--compile [CONFIG ...] [--markdown PATH]] [--n 1e7] [--n-qr 2e6] [--repeats 5] [--reps-vec 500]
 [--n-vec 2e4] [--reps-sweep 10] [--reps-table 2] [--studies] [--json PATH]``. Timings are
 reported, never asserted.
 """
@@ -327,6 +333,71 @@ def memory_child(n):
     print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
+#: The small run of --compile: its time is the kernels' compilation (cold) or loading (warm), not their running.
+COMPILE_RUN = ("--reps", "2", "--n", "2000")
+#: Keys a small run must change: a first look past its n.
+COMPILE_SETS = {"first_look": "first_look=200"}
+
+
+def compile_bench(names=None, markdown=None, json_path=None) -> dict:
+    """Cold and warm wall time of every committed config's small run, each cold run in a fresh cache folder.
+
+    Each run is a fresh ``python -m ldpsim run`` (default workers: all cores),
+    as a new user's first command; ``NUMBA_CACHE_DIR`` is unset, so ldpsim's
+    own cache folder under the temporary ``XDG_CACHE_HOME`` is used.
+    """
+    import os
+    import platform
+    import tempfile
+
+    configs = sorted((ROOT / "configs").glob("*.yaml"))
+    if names:
+        configs = [c for c in configs if c.stem in names]
+    rows = {}
+    for path in configs:
+        text = path.read_text()
+        sets = [arg for key, value in COMPILE_SETS.items() if f"\n{key}:" in "\n" + text for arg in ("--set", value)]
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+            env["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
+            row = {}
+            for label in ("cold", "warm"):
+                cmd = [sys.executable, "-m", "ldpsim", "run", str(path), *COMPILE_RUN, *sets, "--out",
+                       str(Path(tmp) / label), "--quiet", "--force"]
+                tic = time.perf_counter()
+                done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+                row[label] = time.perf_counter() - tic
+                if done.returncode:
+                    row[f"{label}_error"] = (done.stderr.strip().splitlines() or ["?"])[-1][:200]
+        rows[path.stem] = row
+        print(f"{path.stem:28s} cold {row['cold']:6.1f} s   warm {row['warm']:5.1f} s"
+              + (f"   ERROR {row.get('cold_error') or row.get('warm_error')}" if "cold_error" in row
+                 or "warm_error" in row else ""), flush=True)
+    load = os.getloadavg()
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the end"
+    print(f"machine: {machine}")
+    result = {"run": " ".join(COMPILE_RUN), "machine": machine, "configs": rows}
+    if json_path:
+        Path(json_path).write_text(json.dumps(result, indent=2))
+    if markdown:
+        _write_compile_table(Path(markdown), result)
+    return result
+
+
+def _write_compile_table(page: Path, result: dict) -> None:
+    """The table of :func:`compile_bench` into ``page`` between its two ``<!-- compile-table -->`` markers."""
+    marker = "<!-- compile-table -->"
+    lines = ["| config | first result, empty cache (s) | again, cache warm (s) |", "|---|---:|---:|"]
+    for name, row in result["configs"].items():
+        lines.append(f"| `{name}` | {row['cold']:.1f} | {row['warm']:.1f} |")
+    lines.append("")
+    lines.append(f"`python -m ldpsim run configs/NAME.yaml {result['run']}`; {result['machine']}.")
+    text = page.read_text()
+    head, _, rest = text.partition(marker)
+    _, _, tail = rest.partition(marker)
+    page.write_text(f"{head}{marker}\n" + "\n".join(lines) + f"\n{marker}{tail}")
+
+
 def main(argv=None):
     """Run the benchmark and print the summary (see module docstring)."""
     global BIT_GENERATOR
@@ -345,7 +416,13 @@ def main(argv=None):
                         help="numpy bit generator of all streams (default: ldpsim's)")
     parser.add_argument("--studies", action="store_true", help="also the dpsgd, sagd and online kernels")
     parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--compile", nargs="*", metavar="CONFIG",
+                        help="only the cold and warm first result of every committed config (or of these, by name)")
+    parser.add_argument("--markdown", metavar="PATH", help="with --compile: write the table into this page")
     args = parser.parse_args(argv)
+    if args.compile is not None:
+        compile_bench(args.compile, args.markdown, args.json)
+        return 0
     BIT_GENERATOR = getattr(np.random, args.bit_generator)
     if args.memory_child is not None:
         return memory_child(args.memory_child)

@@ -35,3 +35,18 @@ def test_bench_runs_small_and_reports_every_number(tmp_path):
     assert "QR kernel" in proc.stdout and "its floor (same lanes)" in proc.stdout
     # the QR floor draws exactly the kernel's random numbers, in its order, lane by lane
     assert res["qr_floor_consumes_like_kernel"] is True
+
+
+@pytest.mark.slow  # a config's kernels compiled in an empty cache folder (about 10 s)
+def test_bench_compile_times_a_configs_first_result_cold_and_warm_and_writes_the_table(tmp_path):
+    page = tmp_path / "performance.md"
+    page.write_text("# Performance\n\n<!-- compile-table -->\nold\n<!-- compile-table -->\n\nafter\n")
+    out = tmp_path / "compile.json"
+    proc = subprocess.run([sys.executable, str(BENCH), "--compile", "quantile", "--markdown", str(page), "--json",
+                           str(out)], capture_output=True, text=True, check=True)
+    res = json.loads(out.read_text())
+    row = res["configs"]["quantile"]
+    assert set(row) == {"cold", "warm"} and row["cold"] > 0 and row["warm"] > 0  # no error in either run
+    assert "quantile" in proc.stdout and "machine:" in proc.stdout
+    text = page.read_text()
+    assert "| `quantile` |" in text and "old" not in text and text.endswith("\n\nafter\n")
