@@ -190,3 +190,32 @@ def test_kernels_command_lists_and_compiles_side_by_side(tmp_path):
     assert "compiled in" in first and "on 2 core(s)" in first or (os.cpu_count() or 1) < 2
     second = kernels()
     assert "2 of 2 kernels cached" in second
+
+
+def _twice(x):
+    return x * 2.0
+
+
+def test_the_jit_options_are_part_of_a_cache_entrys_key():
+    """numba keys on the bytecode: the same function compiled with other options would load the other's code."""
+    import numba
+    from numba.core import types
+
+    plain = numba.njit(cache=True)(_twice)
+    borrowed = numba.njit(cache=True, _nrt=False)(_twice)
+    sig = (types.float64,)
+    keys = [d._cache._index_key(sig, d.targetctx.codegen()) for d in (plain, borrowed)]
+    assert keys[0] != keys[1]
+
+
+def test_a_kernel_only_function_is_refused_from_python_not_crashed():
+    from ldpsim.engine.jit import DISABLED, jit
+
+    inner = jit(kernel_only=True)(_twice)
+    outer = jit(lambda x: inner(x) + 1.0)
+    if DISABLED:
+        pytest.skip("NUMBA_DISABLE_JIT: plain Python")
+    assert outer(2.0) == 5.0
+    with pytest.raises(TypeError, match=r"compiled for ldpsim's kernels only.*\.py_func"):
+        inner(2.0)
+    assert inner.py_func(2.0) == 4.0

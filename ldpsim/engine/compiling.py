@@ -83,12 +83,11 @@ def _bind_types(disp, args, kwargs) -> tuple:
 @contextlib.contextmanager
 def _intercepted(found: list, seen: set):
     """Numba's dispatchers, while the block runs: compiled or cached kernels run, the others are recorded."""
-    from numba._dispatcher import Dispatcher as CDispatcher
     from numba.core.dispatcher import Dispatcher
 
     from .numba_cache import cached
 
-    call = CDispatcher.__call__
+    call = Dispatcher.__call__  # (numba's own, inherited from its C base: restored by deleting ours)
 
     def planned(self, *args, **kwargs):
         argtypes = _bind_types(self, args, kwargs)

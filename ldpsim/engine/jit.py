@@ -80,8 +80,13 @@ INLINE_OPTIONS = {**JIT_OPTIONS, "inline": "always"}
 #: function cannot allocate.
 BORROW_OPTIONS = {**JIT_OPTIONS, "_nrt": False}
 
+#: Added for functions that only kernels call: no Python or C wrapper is compiled (that of a zoo hook,
+#: unboxing every array of the zoo's records, cost more to compile than the hook). A call from Python is
+#: refused (:mod:`ldpsim.engine.numba_typing`); its ``.py_func`` is the plain-Python original.
+KERNEL_ONLY_OPTIONS = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
-def jit(func=None, *, inline=False, borrow=False):
+
+def jit(func=None, *, inline=False, borrow=False, kernel_only=False):
     """Compile ``func`` with :data:`JIT_OPTIONS` (or :data:`INLINE_OPTIONS`, :data:`BORROW_OPTIONS`).
 
     Parameters
@@ -94,6 +99,8 @@ def jit(func=None, *, inline=False, borrow=False):
     borrow : bool
         Compile without numba's runtime (for functions called at every
         step with records of arrays that they only read and write).
+    kernel_only : bool
+        Only jitted code calls it (:data:`KERNEL_ONLY_OPTIONS`).
 
     Returns
     -------
@@ -102,13 +109,14 @@ def jit(func=None, *, inline=False, borrow=False):
         :data:`DISABLED`, ``func`` itself (its ``.py_func`` is itself).
     """
     if func is None:
-        return lambda f: jit(f, inline=inline, borrow=borrow)
+        return lambda f: jit(f, inline=inline, borrow=borrow, kernel_only=kernel_only)
     if DISABLED:
         # NUMBA_DISABLE_JIT=1 (how numba code is debugged) makes njit return the function itself;
         # twins and the generator's slow paths reach the Python original as .py_func either way
         func.py_func = func
         return func
-    return numba.njit(**(INLINE_OPTIONS if inline else BORROW_OPTIONS if borrow else JIT_OPTIONS))(func)
+    options = INLINE_OPTIONS if inline else BORROW_OPTIONS if borrow else JIT_OPTIONS
+    return numba.njit(**(options | KERNEL_ONLY_OPTIONS if kernel_only else options))(func)
 
 
 def dual(func=None, *, inline=False):

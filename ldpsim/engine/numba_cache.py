@@ -5,7 +5,7 @@ types of its arguments. A kernel compiles much more than its own file: the
 model's gradient and the mechanism's release (``by_record``), the draws of
 :mod:`ldpsim.engine.rng`, the lane dialect, constants of other modules. An
 edit of one of those would leave numba loading old machine code (numba
-issues 1833, 9483). Three changes to numba's cache, made once when ldpsim is
+issues 1833, 9483). Four changes to numba's cache, made once when ldpsim is
 imported, make it exact and keep it across unrelated edits:
 
 * **Each entry carries the sources it was compiled from.** While numba
@@ -21,6 +21,8 @@ imported, make it exact and keep it across unrelated edits:
   recompiles that model's kernels only. Files of numba, llvmlite, numpy,
   scipy and the standard library are not recorded: numba's version and
   Python's are part of the entry's key already.
+* an entry's key holds the options its function was compiled with (numba's
+  runtime or not, Python wrapper or not), which numba's key leaves out.
 * the key of an entry whose argument types hold a class from outside ldpsim
   gets a stamp: the SHA-256 of the source of every module those classes come
   from (:func:`user_code_stamp`), so that two versions of a user's file keep
@@ -440,8 +442,20 @@ _original_load_index = caching.IndexDataCacheFile._load_index
 
 def _index_key(self, sig, codegen):
     key = _original_index_key(self, sig, codegen)
+    options = getattr(self, "_ldpsim_options", None)
+    if options is not None:  # (numba keys on the bytecode, not on the options it compiled with)
+        key += (options,)
     stamp = user_code_stamp(sig)
     return key if stamp is None else key + (stamp,)
+
+
+_original_enable_caching = dispatcher.Dispatcher.enable_caching
+
+
+def _enable_caching(self):
+    _original_enable_caching(self)
+    # the jit options are part of what is compiled (numba's runtime or not, wrappers, error model)
+    self._cache._ldpsim_options = repr(sorted(self.targetoptions.items()))
 
 
 def _load_index(self):
@@ -473,6 +487,7 @@ def install() -> None:
     caching.Cache._load_overload = _load_overload
     caching.Cache._save_overload = _save_overload
     dispatcher.Dispatcher.compile = _compile
+    dispatcher.Dispatcher.enable_caching = _enable_caching
     bytecode.FunctionIdentity.from_function = classmethod(_from_function)
     templates._IntrinsicTemplate.generic = _intrinsic_generic
 

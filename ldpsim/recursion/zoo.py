@@ -360,7 +360,7 @@ def _hulc_step(part, d, gen, obs, i, c, gamma, ratio):
     return impl
 
 
-@jit(borrow=True)
+@jit(borrow=True, kernel_only=True)
 def _hulc_close(averages, acc, theta, b, j, theta0):
     # out of the step's line (B times a pass), so that LLVM inlines the step into the kernel
     for q in range(theta.shape[0]):
@@ -407,7 +407,7 @@ def _higrad_step(part, d, gen, obs, i, c, gamma, ratio):
     return impl
 
 
-@jit(borrow=True)
+@jit(borrow=True, kernel_only=True)
 def _higrad_close(nodes, sums, thetas, first, count, length, fan):
     # out of the step's line (once a level): the level's node averages, then its threads branch (fan 0: last level)
     for th in range(count):
@@ -514,19 +514,19 @@ if DISABLED:  # numba compiles nothing: each stub runs the implementation its ov
 # The kernel passes its own argument: an inlined shim would bind it to a new variable, and count again.
 
 
-@jit(borrow=True)
+@jit(borrow=True, kernel_only=True)
 def zoo_observe(zoo, gens, obs, i, eta, c, gamma, ratio):
     """Step ``i`` of the paths of their own on observation ``obs`` (``eta`` the main path's step size)."""
     _observe(zoo, gens, obs, i, eta, c, gamma, ratio)
 
 
-@jit(borrow=True)
+@jit(borrow=True, kernel_only=True)
 def zoo_gradient(zoo, grad):
     """The main path's privatized gradient (a number for scalar models, ``(d,)`` otherwise), before its step."""
     _gradient(zoo, grad)
 
 
-@jit(borrow=True)
+@jit(borrow=True, kernel_only=True)
 def zoo_main(zoo, i, theta):
     """The main path's iterate after step ``i`` (a number for scalar models, ``(d,)`` otherwise): OBM's sums."""
     _main(zoo, i, theta)
