@@ -362,8 +362,12 @@ def compile_bench(names=None, markdown=None, json_path=None) -> dict:
             env["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
             row = {}
             for label in ("cold", "warm"):
-                cmd = [sys.executable, "-m", "ldpsim", "run", str(path), *COMPILE_RUN, *sets, "--out",
-                       str(Path(tmp) / label), "--quiet", "--force"]
+                if "\ncheckpoints:" in "\n" + text:  # a config of `trace` (one path), at the small run's n
+                    cmd = [sys.executable, "-m", "ldpsim", "trace", str(path), "--n", COMPILE_RUN[3], "--out",
+                           str(Path(tmp) / label), "--force"]
+                else:
+                    cmd = [sys.executable, "-m", "ldpsim", "run", str(path), *COMPILE_RUN, *sets, "--out",
+                           str(Path(tmp) / label), "--quiet", "--force"]
                 tic = time.perf_counter()
                 done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
                 row[label] = time.perf_counter() - tic

@@ -230,3 +230,14 @@ def test_the_oracle_interval_covers_near_its_level_on_cauchy_data():
     # and its half-length is z_0.95 sqrt(Sigma / n), Sigma = (1/4 + S_LDP) pi^2
     sigma = (0.25 + math.exp(LOG3) / math.expm1(LOG3) ** 2) * math.pi**2
     np.testing.assert_allclose((hi - lo) / 2.0, stats.norm.ppf(0.95) * math.sqrt(sigma / 100_000), rtol=1e-12)
+
+
+def test_the_normal_laws_quantile_and_density_are_scipy_stats_numbers():
+    """theta* and f(theta*) of the normal law without importing scipy.stats: the same doubles as stats.norm's."""
+    from ldpsim.models.quantile import law_density, law_quantile
+
+    for tau in [0.5, 0.9, 0.1, 0.3, 0.8, 0.05, 0.95, 0.001, 0.999, *np.linspace(0.01, 0.99, 199)]:
+        x = stats.norm.ppf(tau)
+        assert law_quantile("normal", tau) == x and law_density("normal", law_quantile("normal", tau)) == stats.norm.pdf(x)
+        assert law_quantile("cauchy", tau) == stats.cauchy.ppf(tau)
+        assert law_density("cauchy", stats.cauchy.ppf(tau)) == stats.cauchy.pdf(stats.cauchy.ppf(tau))

@@ -1,13 +1,14 @@
 """The kernels a run compiles: listed before any is compiled, then compiled on all cores.
 
 A study's :meth:`~ldpsim.studies.base.Study.warm_up` calls each kernel a run
-needs once, on a tiny input. :func:`plan` runs it with numba's dispatchers
-intercepted: a call from Python to a kernel that is compiled in this process,
-or fresh in the cache (:func:`ldpsim.engine.numba_cache.cached`), runs as
-usual; a call to one that is not is recorded with its argument types and
-skipped (its outputs stay as the wrapper allocated them). The result lists
-every kernel the run will call and whether numba must compile it, before a
-second of compilation (``python -m ldpsim kernels CONFIG``).
+needs once, on a tiny input. :func:`plan` runs its units with numba's
+dispatchers intercepted: a call from Python to a kernel is recorded with its
+argument types and whether it is fresh in the cache
+(:func:`ldpsim.engine.numba_cache.cached`), and skipped (its outputs stay as
+the wrapper allocated them) unless it is compiled in this process already.
+The result lists every kernel the run will call and whether numba must
+compile it, before a second of compilation and without loading a kernel
+(``python -m ldpsim kernels CONFIG``).
 
 :func:`compile_kernels` then compiles the kernels that are missing, each in a
 process of its own, so that a run that needs several compiles them side by
@@ -92,13 +93,13 @@ def _intercepted(found: list, seen: set):
     def planned(self, *args, **kwargs):
         argtypes = _bind_types(self, args, kwargs)
         key = (id(self), argtypes)
-        ready = argtypes in self.overloads or cached(self, argtypes)
+        loaded = argtypes in self.overloads
         if key not in seen:
             seen.add(key)
-            found.append(Kernel(self, argtypes, ready))
-        if ready:
+            found.append(Kernel(self, argtypes, loaded or cached(self, argtypes)))
+        if loaded:  # compiled in this process: it runs, and what follows in the warm-up is listed too
             return call(self, *args, **kwargs)
-        return None  # not compiled: skipped (the plan's outputs are not used)
+        return None  # skipped, cached or not: the plan loads nothing (its outputs are not used)
 
     Dispatcher.__call__ = planned
     try:

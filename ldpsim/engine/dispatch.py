@@ -16,7 +16,7 @@ import inspect
 from numba.core import types
 from numba.extending import overload
 
-from .jit import JIT_OPTIONS
+from .jit import OVERLOAD_OPTIONS
 
 
 def by_record(stub):
@@ -65,7 +65,7 @@ def by_record(stub):
                 return choose(args[0])
 
             # inlined in numba's IR: a call would pay reference counting on the generator
-            overload(call, jit_options=JIT_OPTIONS, inline="always")(select)
+            overload(call, jit_options=OVERLOAD_OPTIONS, inline="always")(select)
             return func
 
         return decorate

@@ -30,7 +30,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import intrinsic, overload
 
-from .jit import JIT_OPTIONS
+from .jit import OVERLOAD_OPTIONS
 
 #: Set to 1 to ask every kernel of this process to stop (read by :func:`stop_requested`).
 FLAG = np.zeros(1, dtype=np.int64)
@@ -72,7 +72,7 @@ def _load_flag(typingctx, flag):
     return sig, codegen
 
 
-@overload(stop_requested, jit_options=JIT_OPTIONS, inline="always")
+@overload(stop_requested, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _stop_requested(flag):
     return lambda flag: _load_flag(flag)
 

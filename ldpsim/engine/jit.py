@@ -85,6 +85,10 @@ BORROW_OPTIONS = {**JIT_OPTIONS, "_nrt": False}
 #: refused (:mod:`ldpsim.engine.numba_typing`); its ``.py_func`` is the plain-Python original.
 KERNEL_ONLY_OPTIONS = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
+#: Options of the implementations of ldpsim's numba overloads (:func:`dual`, ``by_record``, the lane dialect,
+#: the zoo's hooks): only jitted code calls them, so they are compiled without wrappers.
+OVERLOAD_OPTIONS = {**JIT_OPTIONS, **KERNEL_ONLY_OPTIONS}
+
 
 def jit(func=None, *, inline=False, borrow=False, kernel_only=False):
     """Compile ``func`` with :data:`JIT_OPTIONS` (or :data:`INLINE_OPTIONS`, :data:`BORROW_OPTIONS`).
@@ -137,6 +141,6 @@ def dual(func=None, *, inline=False):
     def typer(*args):
         return func
 
-    overload(func, jit_options=JIT_OPTIONS, inline="always" if inline else "never")(typer)
+    overload(func, jit_options=OVERLOAD_OPTIONS, inline="always" if inline else "never")(typer)
     func.py_func = func  # the plain original, as jit's dispatchers name it
     return func

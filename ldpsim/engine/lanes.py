@@ -47,7 +47,7 @@ from numba.core.imputils import lower_cast
 from numba.extending import (intrinsic, make_attribute_wrapper, models, overload, overload_attribute, register_model,
                              typeof_impl, unbox, NativeValue)
 
-from .jit import DISABLED, JIT_OPTIONS
+from .jit import DISABLED, OVERLOAD_OPTIONS
 
 _I1, _I8, _I32, _I64, _F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
 
@@ -213,7 +213,7 @@ def _binary_intrinsic(op):
 
 
 def _register_binary(op, prim):
-    @overload(op, jit_options=JIT_OPTIONS, inline="always")
+    @overload(op, jit_options=OVERLOAD_OPTIONS, inline="always")
     def impl(a, b):
         if isinstance(a, LaneVector) or isinstance(b, LaneVector):
             return lambda a, b: prim(a, b)
@@ -238,7 +238,7 @@ def _negate(typingctx, a):
     return a(a), codegen
 
 
-@overload(operator.neg, jit_options=JIT_OPTIONS, inline="always")
+@overload(operator.neg, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _neg(a):
     if isinstance(a, LaneVector) and a.dtype != types.boolean:
         return lambda a: _negate(a)
@@ -256,7 +256,7 @@ def _fabs(typingctx, a):
     return a(a), codegen
 
 
-@overload(abs, jit_options=JIT_OPTIONS, inline="always")
+@overload(abs, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _abs(a):
     if isinstance(a, LaneVector) and a.dtype != types.boolean:
         return lambda a: _fabs(a)
@@ -289,14 +289,14 @@ def _minmax(pred):
 _min2, _max2 = _minmax("<"), _minmax(">")
 
 
-@overload(min, jit_options=JIT_OPTIONS, inline="always")
+@overload(min, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _min(a, b):
     if isinstance(a, LaneVector) or isinstance(b, LaneVector):
         return lambda a, b: _min2(a, b)
     return None
 
 
-@overload(max, jit_options=JIT_OPTIONS, inline="always")
+@overload(max, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _max(a, b):
     if isinstance(a, LaneVector) or isinstance(b, LaneVector):
         return lambda a, b: _max2(a, b)
@@ -323,14 +323,14 @@ def _to_int(typingctx, a):
     return result(a), codegen
 
 
-@overload(float, jit_options=JIT_OPTIONS, inline="always")
+@overload(float, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _float(a):
     if isinstance(a, LaneVector):
         return lambda a: _to_float(a)
     return None
 
 
-@overload(int, jit_options=JIT_OPTIONS, inline="always")
+@overload(int, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _int(a):
     if isinstance(a, LaneVector):
         return lambda a: _to_int(a)  # truncates toward zero, as int() of a float
@@ -366,7 +366,7 @@ def _lane_by_lane(func):
 
 
 def _register_math(func, prim):
-    @overload(func, jit_options=JIT_OPTIONS, inline="always")
+    @overload(func, jit_options=OVERLOAD_OPTIONS, inline="always")
     def impl(a):
         if isinstance(a, LaneVector) and a.dtype == types.float64:
             return lambda a: prim(a)
@@ -389,7 +389,7 @@ def _finite(typingctx, a):
     return result(a), codegen
 
 
-@overload(np.isfinite, jit_options=JIT_OPTIONS, inline="always")
+@overload(np.isfinite, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _isfinite(a):
     if isinstance(a, LaneVector) and a.dtype == types.float64:
         return lambda a: _finite(a)
@@ -455,7 +455,7 @@ def _select_scalar(typingctx, cond, a, b):
     return result(cond, a, b), codegen
 
 
-@overload(where, jit_options=JIT_OPTIONS, inline="always")
+@overload(where, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _where(cond, a, b):
     if any(isinstance(t, LaneVector) for t in (cond, a, b)):
         return lambda cond, a, b: _select(cond, a, b)
@@ -479,14 +479,14 @@ def _reduce(all_of):
 _any, _all = _reduce(False), _reduce(True)
 
 
-@overload(any_lane, jit_options=JIT_OPTIONS, inline="always")
+@overload(any_lane, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _any_lane(cond):
     if isinstance(cond, LaneVector) and cond.dtype == types.boolean:
         return lambda cond: _any(cond)
     return lambda cond: cond
 
 
-@overload(all_lanes, jit_options=JIT_OPTIONS, inline="always")
+@overload(all_lanes, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _all_lanes(cond):
     if isinstance(cond, LaneVector) and cond.dtype == types.boolean:
         return lambda cond: _all(cond)
@@ -501,7 +501,7 @@ def _invert(typingctx, cond):
     return cond(cond), codegen
 
 
-@overload(lnot, jit_options=JIT_OPTIONS, inline="always")
+@overload(lnot, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _lnot(cond):
     if isinstance(cond, LaneVector) and cond.dtype == types.boolean:
         return lambda cond: _invert(cond)
@@ -517,7 +517,7 @@ def _extract(typingctx, value, index):
     return value.dtype(value, index), codegen
 
 
-@overload(lane_value, jit_options=JIT_OPTIONS, inline="always")
+@overload(lane_value, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _lane_value(value, index):
     if isinstance(value, LaneVector):
         return lambda value, index: _extract(value, index)
@@ -723,7 +723,7 @@ def _wrap(typingctx, array, like):
     return result(array, like), codegen
 
 
-@overload(operator.getitem, jit_options=JIT_OPTIONS)  # (numba inlines no setitem)
+@overload(operator.getitem, jit_options=OVERLOAD_OPTIONS)  # (numba inlines no setitem)
 def _lane_getitem(lanes, index):
     if not isinstance(lanes, LaneArrayType):
         return None
@@ -737,7 +737,7 @@ def _lane_getitem(lanes, index):
     return None
 
 
-@overload(operator.setitem, jit_options=JIT_OPTIONS)  # (numba inlines no setitem)
+@overload(operator.setitem, jit_options=OVERLOAD_OPTIONS)  # (numba inlines no setitem)
 def _lane_setitem(lanes, index, value):
     if not isinstance(lanes, LaneArrayType):
         return None
@@ -759,7 +759,7 @@ def _lane_setitem(lanes, index, value):
     return None
 
 
-@overload_attribute(LaneArrayType, "shape", jit_options=JIT_OPTIONS, inline="always")
+@overload_attribute(LaneArrayType, "shape", jit_options=OVERLOAD_OPTIONS, inline="always")
 def _lane_shape(lanes):
     return lambda lanes: lanes.array.shape[:-1]
 

@@ -32,7 +32,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
-from .jit import DISABLED, JIT_OPTIONS, jit
+from .jit import DISABLED, OVERLOAD_OPTIONS, jit
 from .lanes import LaneVector, as_vector
 
 #: The bit generator of every replication stream.
@@ -493,7 +493,7 @@ def _draws(func, method, intrinsic_draw):
         return None
 
     # inlined in numba's IR: a call would reference-count the generator, which costs more than a draw
-    overload(func, jit_options=JIT_OPTIONS, inline="always")(typer)
+    overload(func, jit_options=OVERLOAD_OPTIONS, inline="always")(typer)
 
 
 # --- a kernel's private copy of the state ---------------------------------------
@@ -549,7 +549,7 @@ def release_rng(rng, local):
     """Write a kernel's copy of the state (:func:`local_rng`) back into ``rng``."""
 
 
-@overload(local_rng, jit_options=JIT_OPTIONS, inline="always")
+@overload(local_rng, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _local_rng(rng):
     if _is_stream(rng):
         return lambda rng: Sfc64Local(_copy_in(rng.address))
@@ -558,7 +558,7 @@ def _local_rng(rng):
     return lambda rng: rng
 
 
-@overload(release_rng, jit_options=JIT_OPTIONS, inline="always")
+@overload(release_rng, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _release_rng(rng, local):
     if _is_stream(rng):
         return lambda rng, local: _copy_out(rng.address, local.words)
@@ -577,7 +577,7 @@ def copy_state(source, target):
     target.bit_generator.state = source.bit_generator.state
 
 
-@overload(copy_state, jit_options=JIT_OPTIONS, inline="always")
+@overload(copy_state, jit_options=OVERLOAD_OPTIONS, inline="always")
 def _copy_state(source, target):
     if _is_stream(source) and _is_stream(target):
         return lambda source, target: _copy_out(target.address, _copy_in(source.address))
@@ -875,7 +875,7 @@ def _draws_where(func, draw, vector_where):
 
         return impl
 
-    overload(func, jit_options=JIT_OPTIONS, inline="always")(typer)
+    overload(func, jit_options=OVERLOAD_OPTIONS, inline="always")(typer)
 
 
 _draws_where(uniform_where, uniform, _vuniform_where)

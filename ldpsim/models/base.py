@@ -29,7 +29,7 @@ from numba.core import types
 from numba.extending import overload
 
 from ..engine.dispatch import by_record
-from ..engine.jit import JIT_OPTIONS
+from ..engine.jit import OVERLOAD_OPTIONS
 from ..privacy.ldp import BoundedMechanism
 
 
@@ -120,7 +120,7 @@ def _by_record_or_keep(stub):
             return registry.get(args[0].instance_class, _keep)
         return None
 
-    overload(call, jit_options=JIT_OPTIONS, inline="always")(select)
+    overload(call, jit_options=OVERLOAD_OPTIONS, inline="always")(select)
     call.register = register
     return call
 

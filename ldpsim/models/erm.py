@@ -53,7 +53,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..engine.jit import JIT_OPTIONS, dual
+from ..engine.jit import dual
 from ..engine.rng import exponential, normal, uniform
 
 

@@ -39,7 +39,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
-from ..engine.jit import DISABLED, JIT_OPTIONS, jit
+from ..engine.jit import DISABLED, OVERLOAD_OPTIONS, jit
 from ..engine.lanes import LaneArrayType, lane_array, lane_of
 from ..engine.rng import exponential, local_rng, release_rng
 from ..inference.zoo.bootstrap import perturbed_step_d
@@ -173,7 +173,7 @@ def _hook(stub):
     """Register the decorated typer as ``stub``'s inlined numba overload (and, for plain Python, in :data:`_HOOKS`)."""
     def register(typer):
         _HOOKS[stub] = typer
-        return overload(stub, jit_options=JIT_OPTIONS, inline="always")(typer)
+        return overload(stub, jit_options=OVERLOAD_OPTIONS, inline="always")(typer)
     return register
 
 

@@ -56,7 +56,7 @@ def loglog_slope(x, samples, level: float = 0.95) -> dict:
         replications). NaN where fewer than two points or two replications,
         or a non-positive mean.
     """
-    from scipy import stats  # lazy: import ldpsim <= 1 s (issue 41)
+    from scipy import special  # scipy.stats.norm.ppf's own function, without scipy.stats' import (0.4 s)
 
     x = np.asarray(x, dtype=float)
     samples = np.asarray(samples, dtype=float)
@@ -74,7 +74,7 @@ def loglog_slope(x, samples, level: float = 0.95) -> dict:
     g = w / means  # gradient of the slope in the means
     cov = np.atleast_2d(np.cov(samples, rowvar=False, ddof=1)) / r
     se = math.sqrt(max(float(g @ cov @ g), 0.0))
-    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    z = float(special.ndtri(0.5 + level / 2.0))
     return {"slope": slope, "slope_se": se, "slope_lo": slope - z * se, "slope_hi": slope + z * se}
 
 
