@@ -46,6 +46,7 @@ import os
 import pickle
 import sys
 import sysconfig
+import threading
 import types as pytypes
 from pathlib import Path
 
@@ -171,8 +172,14 @@ def _untracked_roots() -> tuple[str, ...]:
 
 
 _UNTRACKED = _untracked_roots()
-#: The files each recording frame has seen: one frame per compilation under way (numba compiles under one lock).
-_frames: list[set] = []
+class _Frames(threading.local):
+    """The files each recording frame has seen: one frame per compilation under way, per thread."""
+
+    def __init__(self):
+        self.stack: list[set] = []
+
+
+_local = _Frames()
 _tracked_cache: dict[str, bool] = {}
 
 
@@ -189,8 +196,9 @@ def _tracked(path) -> bool:
 
 def note_files(paths) -> None:
     """Record ``paths`` as read by the compilation under way (nothing if none is)."""
-    if _frames:
-        top = _frames[-1]
+    frames = _local.stack
+    if frames:
+        top = frames[-1]
         for path in paths:
             if path not in top and _tracked(path):
                 top.add(path)
@@ -254,7 +262,7 @@ _function_files: dict = {}
 
 def note_function(func) -> None:
     """Record the file of ``func`` and of the modules whose constants, classes and submodules it reads."""
-    if not _frames:
+    if not _local.stack:
         return
     func = getattr(func, "py_func", func)
     try:
@@ -321,13 +329,14 @@ class recording:
 
     def __enter__(self):
         self.files = set()
-        _frames.append(self.files)
+        _local.stack.append(self.files)
         return self
 
     def __exit__(self, *exc):
-        _frames.pop()
-        if _frames:
-            _frames[-1].update(self.files)
+        frames = _local.stack
+        frames.pop()
+        if frames:
+            frames[-1].update(self.files)
         return False
 
 
@@ -419,7 +428,8 @@ def _save_overload(self, sig, data):
     key = self._index_key(sig, data.codegen)
     payload = self._impl.reduce(data)
     if isinstance(self, caching.FunctionCache):
-        payload = (_TAG, dependencies(_frames[-1] if _frames else ()), payload)
+        frames = _local.stack
+        payload = (_TAG, dependencies(frames[-1] if frames else ()), payload)
     self._cache_file.save(key, payload)
 
 
