@@ -511,8 +511,8 @@ def _kernels(args) -> int:
     print(f"\n{len(found.kernels) - len(missing)} of {len(found.kernels)} kernels cached in {_cache_dir()}"
           + (f"; a run compiles the other {len(missing)} first, side by side on up to {cores} cores" if missing else ""))
     if not found.complete:
-        print(f"(the list stops where a tiny run needed a kernel that is not compiled yet ({found.problem}): "
-              "a run compiles the rest as it calls them)")
+        print(f"({len(found.unfinished)} part(s) of the run's warm-up needed the result of a kernel that is not "
+              f"loaded ({found.problem}): what they call after it is not listed, and compiles when they run)")
     if args.compile and (missing or not found.complete):
         tic = time.perf_counter()
         with usercode.compile_errors("user code"):

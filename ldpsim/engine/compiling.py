@@ -17,9 +17,10 @@ process: its compiler holds a lock). Each worker writes its kernel into the
 shared cache; the run's workers (or this process) load them from there. A
 kernel that a worker cannot rebuild from its name and argument types (a
 user's model, whose classes live in a file this process loaded) is compiled
-here, as is everything when only one core may be used. A warm-up that did
-not complete under the plan (its wrapper needed a skipped kernel's result)
-is said so, and run as it is after the plan: what it calls is compiled then.
+here, as is everything when only one core may be used. A unit of the
+warm-up that did not complete under the plan (its wrapper needed a skipped
+kernel's result) is said so, and run as it is after the plan: what it calls
+is compiled then.
 """
 
 from __future__ import annotations
@@ -53,11 +54,16 @@ class Kernel:
 
 @dataclass
 class KernelPlan:
-    """The kernels of a run (in the order of first call) and whether the plan saw the whole warm-up."""
+    """The kernels of a run (in the order of first call) and the warm-up units the plan could not finish."""
 
     kernels: list = field(default_factory=list)
-    complete: bool = True
+    unfinished: list = field(default_factory=list)
     problem: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Whether every unit of the warm-up ran to its end under the plan (every kernel is listed)."""
+        return not self.unfinished
 
     @property
     def missing(self) -> list:
@@ -114,12 +120,13 @@ def plan(study, config, lanes=None) -> KernelPlan:
     if DISABLED:
         return result
     seen: set = set()
-    try:
-        with _intercepted(result.kernels, seen):
-            study.warm_up(config, lanes)
-    except Exception as exc:  # noqa: BLE001  (a wrapper that needed a skipped kernel's result)
-        result.complete = False
-        result.problem = f"{type(exc).__name__}: {exc}"
+    with _intercepted(result.kernels, seen):
+        for unit in study.warm_up_units(config, lanes):
+            try:
+                unit()
+            except Exception as exc:  # noqa: BLE001  (a wrapper that needed a skipped kernel's result)
+                result.unfinished.append(unit)
+                result.problem = result.problem or f"{type(exc).__name__}: {exc}"
     return result
 
 
@@ -213,8 +220,8 @@ def prepare(study, config, lanes=None, workers: int = 1, log=None) -> KernelPlan
         what = (f"the {len(missing)} kernels of this run" + (f" on {cores} cores" if cores > 1 else "")
                 if len(missing) > 1 else "the kernel of this run")
         run(lambda: compile_kernels(missing, workers), what)
-    if not found.complete:  # what the plan could not list compiles as the warm-up calls it
-        run(lambda: study.warm_up(config, lanes), "the kernels of this run")
+    if found.unfinished:  # what the plan could not list compiles as those units call it
+        run(lambda: [unit() for unit in found.unfinished], "the kernels of this run")
     return found
 
 
