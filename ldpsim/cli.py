@@ -1,4 +1,4 @@
-"""Command line: ``python -m ldpsim {run,table,compare,trace,check,fit} ...``.
+"""ldpsim's command line: python -m ldpsim COMMAND (run, table, compare, trace, check, kernels, keys, audit, fit).
 
 A thin layer over the Python API (:mod:`ldpsim.api`). ``run`` flags are the
 config keys: ``--reps``, ``--n`` and ``--seed`` directly, every key through
@@ -85,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("dir", help="run output directory")
     comp.add_argument("--table", help="reference table name (default: the paper's table of the run's model)")
 
-    trace = sub.add_parser("trace", help="one path with its intervals at log-spaced checkpoints (Figure 1)")
+    trace = sub.add_parser("trace", help="one path with its intervals at log-spaced checkpoints (Figure 1 of Dette & "
+                                         "Graw 2024)")
     trace.add_argument("config", help="YAML config file (keys as in configs/trace_quantile.yaml)")
     trace.add_argument("--n", action=_Once, metavar="N", help="path length, the last checkpoint (e.g. 1e6)")
     trace.add_argument("--seed", action=_Once, help="root seed")
@@ -96,7 +97,8 @@ def _parser() -> argparse.ArgumentParser:
     trace.add_argument("--allow-long", action="store_true",
                        help="trace even if the path is estimated to take more than 7 days (otherwise refused)")
 
-    check = sub.add_parser("check", help="which assumptions of Theorem 3.2 each setting meets (exit 1 if one fails)")
+    check = sub.add_parser("check", help="which assumptions of Theorem 3.2 of Dette & Graw (2024) each setting meets "
+                                         "(exit 1 if one fails)")
     check.add_argument("config", help="YAML config file")
     check.add_argument("--n", nargs="+", action=_Once, metavar="N", help="sample sizes (e.g. 1e6 1e7)")
     check.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -123,7 +125,8 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--draws", default="1e6", help="draws per input (default 1e6)")
     audit.add_argument("--seed", default="20240501", help="seed of the draws")
 
-    fit = sub.add_parser("fit", help="DP-SGD estimates and private confidence intervals on a CSV file (002)",
+    fit = sub.add_parser("fit", help="DP-SGD estimates and private confidence intervals on a CSV file (Xia, Zhang "
+                                     "& Cai 2025)",
                          description="The budget covers the whole release: the DP-SGD path, the private A~ and S~ "
                                      "of the intervals, and the private scaling of the columns. Where the release "
                                      "would be unreliable (too few rows for the budget, a path that cannot move or "
@@ -143,7 +146,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="delta of the budget and of the guarantee (1e-5; keep it well below 1/n)")
     fit.add_argument("--accountant", choices=("rdp", "pld", "gdp", "clt"),
                      help="default the valid one for --sampling: rdp (swor), pld (poisson, replace-one "
-                          "neighbours); clt (swor only) is 002's approximation, not a bound")
+                          "neighbours); clt (swor only) is Xia, Zhang & Cai (2025)'s approximation, not a bound")
     fit.add_argument("--sampling", choices=("swor", "poisson", "cyclic"), default="swor",
                      help="mini-batches without replacement (default) or Poisson; cyclic passes are refused (with "
                           "noise each pass costs budget and the intervals do not cover)")
@@ -431,19 +434,38 @@ def _keys(args) -> int:
     from tabulate import tabulate
 
     from .engine.config import show
+    from .engine.usercode import shown
     from .models import canonical_model, model_class
     from .recursion.keys import PATH_KEYS, with_model_keys
+    from .reporting.papers import cite
 
     value = canonical_model("model", args.model)
     cls = model_class(value)
     keys = {k.name: k for k in with_model_keys(PATH_KEYS, {"model": value})}
-    rows = [[name, show(keys[name].default), keys[name].allowed(), keys[name].help] for name in cls.keys if name in keys]
+    rows = []
+    for name in cls.keys:
+        if name not in keys:
+            continue
+        key = keys[name]
+        default = cls.key_defaults.get(name, key.default)
+        allowed = key.allowed()
+        if name == "mechanism":  # this model's mechanisms, not every model's
+            default = cls.mechanisms[0] if cls.mechanisms else None
+            users = getattr(cls, "user_mechanisms", False)
+            allowed = ("one of: " + ", ".join(cls.mechanisms) + (", or path/to/file.py:Class" if users else "")
+                       if len(cls.mechanisms) > 1 or users else f"{cls.mechanisms[0]} (the only one)")
+        text = key.help
+        if name == "mechanism" and not getattr(cls, "user_mechanisms", False):
+            text = "privacy mechanism"
+        mine = [part for part in allowed.split("; ") if f"(model {cls.name})" in part]
+        if len(mine) == 1:  # a key several models read, each its own values (law: the mean's, the quantile's)
+            allowed = mine[0].replace(f" (model {cls.name})", "")
+        rows.append([name, show(default), allowed, cite(text)])
     common = ", ".join(dict.fromkeys(k for k in ("epsilon", *cls.path_keys) if k not in cls.keys and k != "n"))
-    from .engine.usercode import shown
 
     print(f"model {shown(value)} ({cls.name}, {'a user' + chr(39) + 's file' if cls.declared else 'built-in'})")
     print(tabulate(rows, ["key", "default", "allowed", "what"], tablefmt="github") if rows else "no keys of its own")
-    print(f"and the keys of every path: {common}, n, batch_size (README, Config keys)")
+    print(f"and the keys of every path: {common}, n, batch_size (all keys: the documentation's Reference, Config keys)")
     return 0
 
 
@@ -481,7 +503,8 @@ def _check(args) -> int:
         warnings.simplefilter("ignore", ConfigWarning)
         config = load_config(args.config, overrides_from="--set", **_overrides(args))
     if config.study.name != "coverage":
-        raise ConfigError(f"study = {config.study.name!r}: check covers the assumptions of the coverage study (000)")
+        raise ConfigError(f"study = {config.study.name!r}: check covers the assumptions of the coverage study "
+                          "(Dette & Graw 2024)")
     checks = check_config(config)
     print(render(checks))
     return 0 if all(c.holds for c in checks) else 1
