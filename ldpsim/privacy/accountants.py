@@ -77,7 +77,7 @@ DESCRIPTION = {
     "pld": "dp-accounting's PLD accountant (pessimistic, connect-the-dots): a valid upper bound",
     "rdp": "dp-accounting's RDP accountant: a valid upper bound",
     "gdp": "exact composition of Gaussian mechanisms (Gaussian DP): exact",
-    "clt": "the CLT of Bu, Dong, Long & Su (002's calibration): an approximation, NOT a bound",
+    "clt": "the CLT of Bu, Dong, Long & Su (Xia, Zhang & Cai 2025's calibration): an approximation, NOT a bound",
 }
 #: Why an accountant cannot account for a scheme, for the one-line errors.
 UNSUPPORTED_REASON = {
