@@ -36,7 +36,7 @@ from ldpsim.privacy.audit import TABLE_HEAD, AdditiveProbe, AuditCase, Claim, Ra
     StepProbe, run_audit, table_rows
 from ldpsim.privacy.ldp import LDP_MECHANISMS, ONE_DIMENSIONAL, make_ldp_mechanism
 from ldpsim.privacy.gdp import gdp_epsilon
-from ldpsim.reporting.meta import git_commit, machine
+from ldpsim.reporting.meta import machine
 from ldpsim.studies.dpsgd.kernel import _add_clipped
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "audit.md"
@@ -74,30 +74,30 @@ def model_cases() -> list[AuditCase]:
     cases = []
     quantile = MODELS["quantile"](tau=0.5, epsilon=1.0)  # configs/quantile.yaml
     cases.append(AuditCase(
-        "randomized response (000 quantile)", Claim("epsilon", 1.0),
+        "randomized response (Dette & Graw's quantile)", Claim("epsilon", 1.0),
         RandomizedResponseProbe(quantile.kernel_params().flip_prob), 1.0,
         "the bit 1{X <= theta} is 0 or 1: the only pair"))
     mean = MODELS["mean"](epsilon=1.0)  # scalar: draw_noise
     lo, hi = -0.5, 0.5  # theta - X with X in [0, 1]: the gradient's two ends, l1 distance 1 = the sensitivity
     cases.append(AuditCase(
-        "Laplace (000 mean, scalar draw)", Claim("epsilon", 1.0),
+        "Laplace (mean, scalar draw)", Claim("epsilon", 1.0),
         AdditiveProbe(mean.kernel_params().noise, ([lo], [hi]), "laplace", scalar=True), 1.0,
         "the two ends of the gradient's range"))
     qr = MODELS["quantile_regression"](tau=0.5, epsilon=1.0, mechanism="laplace")  # configs/quantile_regression.yaml
     bounds = qr.gradient_bounds()
     record = qr.kernel_params().noise
     cases.append(AuditCase(
-        f"Laplace (000 quantile regression, d = {qr.dim}, opposite corners)", Claim("epsilon", 1.0),
+        f"Laplace (Dette & Graw's quantile regression, d = {qr.dim}, opposite corners)", Claim("epsilon", 1.0),
         AdditiveProbe(record, _corners(bounds), "laplace"), 1.0,
         "opposite corners of the gradient box: l1 distance = the sensitivity 2 sum_j bounds_j"))
     cases.append(AuditCase(
-        f"Laplace (000 quantile regression, d = {qr.dim}, one coordinate)", Claim("epsilon", 1.0),
+        f"Laplace (Dette & Graw's quantile regression, d = {qr.dim}, one coordinate)", Claim("epsilon", 1.0),
         AdditiveProbe(record, _axis(qr.dim, qr.mechanism.sensitivity), "laplace"), 1.0,
         "the whole l1 sensitivity on one coordinate: dominates every pair at that l1 distance"))
     qg = MODELS["quantile_regression"](tau=0.5, epsilon=1.0, mechanism="gaussian", delta=DELTA)
     sd = qg.mechanism.sigma
     cases.append(AuditCase(
-        f"analytic Gaussian (000 quantile regression, d = {qg.dim})", Claim("epsilon_delta", 1.0, DELTA),
+        f"analytic Gaussian (Dette & Graw's quantile regression, d = {qg.dim})", Claim("epsilon_delta", 1.0, DELTA),
         AdditiveProbe(qg.kernel_params().noise, _corners(qg.gradient_bounds()), "linear", sd=sd),
         _gaussian_exact(sd, qg.mechanism.sensitivity, DELTA),
         "opposite corners: l2 distance = the sensitivity (isotropic noise: every such pair alike)"))
@@ -108,12 +108,12 @@ def model_cases() -> list[AuditCase]:
     for eps in (1.0, 2.0, 3.0):  # configs/shi_mechanisms.yaml
         m = huber(mechanism="laplace", epsilon=eps)
         cases.append(AuditCase(
-            f"Laplace (004 Huber, p = {m.p}, epsilon = {eps:g})", Claim("epsilon", eps),
+            f"Laplace (Shi et al.'s Huber, p = {m.p}, epsilon = {eps:g})", Claim("epsilon", eps),
             AdditiveProbe(m.noise_record(), _diagonal(m.p, m.sensitivity()), "laplace"), eps,
             "l2 distance D along the diagonal: the largest l1 distance, sqrt(p) D, that the calibration assumes"))
     m = huber(mechanism="gdp", mu=1.0)  # configs/shi_*.yaml
     cases.append(AuditCase(
-        f"GDP (004 Huber, p = {m.p})", Claim("gdp", 1.0),
+        f"GDP (Shi et al.'s Huber, p = {m.p})", Claim("gdp", 1.0),
         AdditiveProbe(m.noise_record(), _axis(m.p, m.sensitivity()), "linear", sd=m.mechanism.sigma), 1.0,
         "l2 distance D (isotropic noise: every direction alike)"))
     for name in ("gaussian", "gaussian_classical"):
@@ -121,7 +121,7 @@ def model_cases() -> list[AuditCase]:
         sd = m.mechanism.sigma
         label = "analytic Gaussian" if name == "gaussian" else "classical Gaussian"
         cases.append(AuditCase(
-            f"{label} (004 Huber, p = {m.p})", Claim("epsilon_delta", 1.0, DELTA),
+            f"{label} (Shi et al.'s Huber, p = {m.p})", Claim("epsilon_delta", 1.0, DELTA),
             AdditiveProbe(m.noise_record(), _axis(m.p, m.sensitivity()), "linear", sd=sd),
             _gaussian_exact(sd, m.sensitivity(), DELTA), "l2 distance D (isotropic noise)"))
     # per-user budgets (configs/shi_budgets.yaml: mu_i ~ U(1, 2)): a user at each end of the law, through the
@@ -130,18 +130,19 @@ def model_cases() -> list[AuditCase]:
     record, pair, D = m.noise_record(), _axis(m.p, m.sensitivity()), m.sensitivity()
     for mu in (1.0, 2.0):
         cases.append(AuditCase(
-            f"GDP, per-user budget U(1, 2) (004 Huber): the user at mu = {mu:g}", Claim("gdp", mu),
+            f"GDP, per-user budget U(1, 2) (Shi et al.'s Huber): the user at mu = {mu:g}", Claim("gdp", mu),
             AdditiveProbe(record._replace(low=mu, width=0.0), pair, "linear", sd=D / mu), mu,
             "l2 distance D; the user's own budget"))
     cases.append(AuditCase(
-        "GDP, per-user budget U(1, 2) (004 Huber): a user of unknown budget", Claim("gdp", 2.0),
+        "GDP, per-user budget U(1, 2) (Shi et al.'s Huber): a user of unknown budget", Claim("gdp", 2.0),
         AdditiveProbe(record, pair, "linear", sd=D / 1.0), None,
         "l2 distance D; the budget drawn in the kernel, unknown to the test"))
     m = huber(mechanism="laplace", budget="uniform(1, 2)")
     record, pair = m.noise_record(), _diagonal(m.p, m.sensitivity())
     for eps in (1.0, 2.0):
         cases.append(AuditCase(
-            f"Laplace, per-user budget U(1, 2) (004 Huber): the user at epsilon = {eps:g}", Claim("epsilon", eps),
+            f"Laplace, per-user budget U(1, 2) (Shi et al.'s Huber): the user at epsilon = {eps:g}",
+            Claim("epsilon", eps),
             AdditiveProbe(record._replace(low=eps, width=0.0), pair, "laplace"), eps,
             "l2 distance D along the diagonal (largest l1 distance)"))
     return cases
@@ -182,7 +183,8 @@ def dpsgd_cases() -> list[AuditCase]:
         sigma1 = step_noise_sd(sigma, clip, m, sampling)
         pair = dpsgd_pair(clip, m, sampling)
         cases.append(AuditCase(
-            f"DP-SGD step (002, {sampling}, clip {clip:g}, m = {m}, sigma = {sigma:.4g})", Claim("gdp", 1.0 / sigma),
+            f"DP-SGD step (Xia et al., {sampling}, clip {clip:g}, m = {m}, sigma = {sigma:.4g})",
+            Claim("gdp", 1.0 / sigma),
             StepProbe(sigma1, pair), 1.0 / sigma,
             "one example's clipped gradient at the two ends of the ball (replace-one)" if sampling == "swor"
             else "one example's clipped gradient, present or absent (add/remove)"))
@@ -228,7 +230,7 @@ def ball_cases() -> list[AuditCase]:
         m = MODELS["huber_clip"](dim=5, mechanism="duchi_l2", epsilon=eps, clip=1.0)
         u = np.full(m.p, 1.0 / math.sqrt(m.p))
         cases.append(AuditCase(
-            f"{m.mechanism.label}, ball (004 Huber clip, p = {m.p}, epsilon = {eps:g})", Claim("epsilon", eps),
+            f"{m.mechanism.label}, ball (Shi et al.'s Huber clip, p = {m.p}, epsilon = {eps:g})", Claim("epsilon", eps),
             ReleaseProbe(m.noise_record().mechanism, (-u, u), tuple(m.mechanism.output_bound), (2.0,)), eps,
             "two opposite points of the unit sphere (t = g / clip): the ball's farthest pair"))
     return cases
@@ -250,10 +252,9 @@ def render(results, draws: int, seed: int, seconds: float) -> str:
     info = machine()
     lines = [BEGIN, "",
              tabulate(table_rows(results), TABLE_HEAD, tablefmt="github", disable_numparse=True), "",
-             f"Measured {stamp} by `python scripts/audit_privacy.py --draws {_e(draws)} --seed {seed}` "
-             f"(commit {git_commit() or 'unknown'}): {seconds:.0f} s on {info['processor']}, "
-             f"{info['cpu_count']} cores ({info['platform']}), shared with other work. Each bound holds with "
-             "probability 95%; the largest bound / claim is "
+             f"Measured {stamp} by `python scripts/audit_privacy.py --draws {_e(draws)} --seed {seed}`: "
+             f"{seconds:.0f} s on {info['processor']}, {info['cpu_count']} cores, shared with other work. "
+             "Each bound holds with probability 95%; the largest bound / claim is "
              f"{max(r.ratio for r in results):.3f}.", "", END]
     return "\n".join(lines)
 
