@@ -1,4 +1,4 @@
-"""The docs say what the code does (issue 18, part 2): key tables, defaults, studies, methods, models."""
+"""The docs say what the code does: key tables, defaults, studies, models, mechanisms, methods, commands, papers."""
 
 from __future__ import annotations
 
@@ -42,8 +42,9 @@ def test_every_study_has_a_key_table_and_the_readme_lists_them_all():
                                                                           page.read_text())]
     tabled = {spec.split()[0].removeprefix("keys:") for spec in specs if spec.startswith("keys:")}
     assert tabled == set(STUDIES), f"studies without a key table in README.md or docs/: {set(STUDIES) - tabled}"
-    readme = _read("README.md")
-    assert "<!-- studies -->" in readme and "<!-- keys:coverage -->" in readme
+    readme, reference = _read("README.md"), _read("docs/reference/config.md")
+    assert "<!-- studies -->" in readme
+    assert all(f"<!-- keys:{name} -->" in reference for name in STUDIES)  # every key of every study, in one page
     assert _first_column(readme, "| `study` | what a run computes") == list(STUDIES)  # every study, sagd_* too
     full = docgen.keys_table(DEFAULT_STUDY)
     assert all(f"`{name}`" in full.splitlines()[2] for name in STUDIES)  # the study key's allowed values
@@ -74,10 +75,12 @@ def test_a_key_added_to_a_study_appears_in_its_table(monkeypatch):
 
 
 def test_an_edited_default_or_study_list_is_stale():
+    reference = _read("docs/reference/config.md")
+    edited = reference.replace("| `tau` | 0.5 | number in (0, 1) |", "| `tau` | 0.25 | number in (0, 1) |")
+    assert edited != reference and docgen.render(edited) == reference
     readme = _read("README.md")
-    edited = readme.replace("| `tau` | 0.5 | number in (0, 1) |", "| `tau` | 0.25 | number in (0, 1) |")
-    assert edited != readme and docgen.render(edited) == readme
-    dropped = readme.replace("| `sagd_rate` | 001 Theorems 2 and 4", "| `sagd_rates` | 001 Theorems 2 and 4")
+    name = "| `sagd_rate` | Zhou et al. (2020) Theorems 2 and 4"
+    dropped = readme.replace(name, name.replace("sagd_rate", "sagd_rates"))
     assert dropped != readme and docgen.render(dropped) == readme
     with pytest.raises(ValueError, match="names no study"):
         docgen.render("<!-- keys:nosuch -->\n<!-- /keys -->")
@@ -95,18 +98,118 @@ def test_check_command_names_the_stale_page(tmp_path, capsys):
 
 
 def test_methods_tables_list_the_methods():
-    assert _first_column(_read("README.md"), "| name     | interval") == list(METHODS_KEY.choices)
+    assert _first_column(_read("README.md"), "| `method` | interval") == list(METHODS_KEY.choices)
     dpsgd_methods = next(k for k in STUDIES["dpsgd"].keys if k.name == "methods").choices
     assert sorted(_first_column(_read("docs/dpsgd.md"), "| method       | interval")) == sorted(dpsgd_methods)
 
 
 def test_models_tables_list_the_models():
-    readme = _first_column(_read("README.md"), "| `model`               | d |")
-    online = _first_column(_read("docs/online.md"), "| `model` | loss (004)")
-    assert sorted(readme + online) == sorted(MODELS)
+    assert _first_column(_read("README.md"), "| `model` | what it estimates") == list(MODELS)
+    assert _first_column(_read("docs/reference/catalogue.md"), "| `model` | what it estimates") == list(MODELS)
+    online = _first_column(_read("docs/online.md"), "| `model` | loss (Shi et al. 2025)")
+    assert set(online) <= set(MODELS) and online
 
 
 def test_number_spelling():
     assert [docgen._value(v) for v in (1e-05, 1000000, 20240501, 1.0, float("inf"), 1e100, 0.501, None, (0.5, 2.0))] \
         == ["1e-5", "1e6", "20240501", "1", "inf", "1e100", "0.501", "none", "0.5, 2"]
     assert docgen._allowed(Key("x", "float", 0.0, range=Range("(-inf, inf)", "the finite reals"))) == "finite reals"
+
+
+# --- what a user reads: the README's size, the generated catalogue and command reference, the papers by name ---
+
+import argparse  # noqa: E402
+
+from ldpsim import cli  # noqa: E402
+from ldpsim.privacy.mechanisms import MECHANISMS  # noqa: E402
+from ldpsim.reporting.papers import PAPERS, cite  # noqa: E402
+
+#: What user-facing text names the papers by (README, docs, CHANGELOG, CONTRIBUTING, help): author and year.
+USER_PAGES = ["README.md", "CHANGELOG.md", "CONTRIBUTING.md"] + [str(p.relative_to(ROOT))
+                                                                for p in sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def test_the_readme_is_a_first_five_minutes():
+    readme = _read("README.md")
+    assert len(readme.encode()) <= 12 * 1024, f"README.md is {len(readme.encode())} bytes: at most 12 KB"
+    lines = [line.strip() for line in readme.splitlines()]
+    commands = [line for line in lines if line.startswith("python3 -m venv .venv && ")]
+    assert len(commands) == 2 and "ldpsim run configs/quantile.yaml" in commands[0] and "pytest" in commands[1]
+    for name in ("summary.csv", "table.md", "table.tex", "coverage.png", "meta.json", "bias.csv", "guarantees.csv"):
+        assert name in readme  # the one-minute run's folder, and what other studies add
+    for block in ("<!-- studies -->", "<!-- models:short -->", "<!-- methods -->", "<!-- mechanisms:short -->",
+                  "<!-- compare:table1_quantile results/quantile -->",
+                  "<!-- compare:table2_quantile_regression results/quantile_regression -->"):
+        assert block in readme
+    assert "CITATION.cff" in readme and "mkdocs serve" in readme
+
+
+def test_the_catalogue_lists_every_model_mechanism_and_method_with_a_line_each(monkeypatch):
+    mechanisms = docgen.mechanisms_table()
+    assert [row.split("|")[1].strip(" `") for row in mechanisms.splitlines()[2:]] == list(MECHANISMS) + [
+        m for m in docgen.MECHANISM_TEXT if m not in MECHANISMS]
+    assert "`rr` | randomized response" in mechanisms and "| `quantile` |" in mechanisms.splitlines()[2]
+    short = docgen.mechanisms_table("short")
+    assert "| `quantile` | `rr` |" in short  # the quantile model takes randomized response alone
+    assert len(docgen.models_table().splitlines()) == 2 + len(MODELS)
+    monkeypatch.delitem(docgen.METHOD_TEXT, "HulC")
+    with pytest.raises(ValueError, match="methods without a line .*HulC"):
+        docgen.methods_table()
+    monkeypatch.delitem(docgen.MECHANISM_TEXT, "nprr")
+    with pytest.raises(ValueError, match="mechanisms without a line .*nprr"):
+        docgen.mechanisms_table()
+
+
+def test_the_command_reference_has_every_command_and_flag():
+    page = _read("docs/reference/cli.md")
+    parser = cli._parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in sub.choices.items():
+        assert f"### `python -m ldpsim {name}`" in page
+        for action in command._actions:
+            for flag in action.option_strings:
+                if flag not in ("-h", "--help"):
+                    assert f"`{flag}" in page or f", {flag}" in page, f"{name} {flag} is not in the command reference"
+
+
+def test_the_comparison_blocks_are_the_committed_runs():
+    block = docgen.compare_table("table1_quantile", "results/quantile")
+    assert block.count("\n| 0.") == 6 and "all 18 lie within" in block
+    with pytest.raises(ValueError, match="is not a block"):
+        docgen.render("<!-- models:nosuch -->\n<!-- /models -->")
+
+
+def test_papers_are_named_by_author_and_year():
+    assert cite("(000, Tables 1-2)") == "(Dette & Graw 2024, Tables 1-2)"
+    assert cite("004's Table 1 and 001 Theorems 1") == "Shi et al. (2025)'s Table 1 and Zhou et al. (2020) Theorems 1"
+    assert cite("n = 10 000, 0.001 and 1000") == "n = 10 000, 0.001 and 1000"
+    bibliography = _read("docs/bibliography.md")
+    for paper in PAPERS.values():
+        assert paper.reference in bibliography and str(paper.year) in _read("CITATION.cff")
+
+
+_TAG = re.compile(r"(?<![\d.,] )(?<![\d.,])\b00[0-4]\b(?![\d.])")
+_HASH = re.compile(r"(?<![\w/.-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])")
+_TRACKER = re.compile(r"(?<!numba )(?<!Opacus )\b(issues? \d+|stop \d+|work round)", re.I)
+_NETWORK = re.compile(r"\b(do(es)? not resolve|not reachable|out of reach|could not be reached|resolve from the machine)")
+
+
+@pytest.mark.parametrize("name", USER_PAGES)
+def test_user_facing_text_speaks_of_ldpsim_and_its_users(name):
+    # the papers by author and year, not by the code's tags; no commit hashes, tracker numbers or network attempts
+    text = _read(name)
+    lines = [(i + 1, line) for i, line in enumerate(text.splitlines())]
+    assert not [(i, line) for i, line in lines if _TAG.search(line)], "a paper named by its tag"
+    assert not [(i, line) for i, line in lines if _HASH.search(line) and "seed" not in line], "a commit hash"
+    if name != "docs/performance.md":  # another page's owner's words (performance.md names its own history)
+        assert not [(i, line) for i, line in lines if _TRACKER.search(line)], "an issue or work-round number"
+    assert not [(i, line) for i, line in lines if _NETWORK.search(line)], "a network attempt"
+
+
+def test_the_command_lines_help_names_the_papers_by_author_and_year():
+    parser = cli._parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    texts = [c.help or "" for c in sub._choices_actions] + [parser.description or ""]
+    for command in sub.choices.values():
+        texts += [command.description or ""] + [a.help or "" for a in command._actions]
+    assert not [t for t in texts if _TAG.search(t)]
