@@ -2,7 +2,7 @@
 
 A researcher's model lives in a file of their own and runs in every study,
 with every interval method, compiled into the same lane kernels as the
-built-in models (docs/extending.md has the tutorial)::
+built-in models (the documentation's tutorial "Your own model", docs/extending.md):
 
     # my_quantile.py
     from typing import NamedTuple
