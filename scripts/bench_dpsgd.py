@@ -1,4 +1,4 @@
-"""Benchmark of the DP-SGD step (002, Algorithm 1 with per-example clipping) against its RNG floor.
+"""Benchmark of the DP-SGD step (Xia, Zhang & Cai 2025, Algorithm 1 with per-example clipping) against its RNG floor.
 
 One step of the kernel at batch size m draws m uniforms (the batch, without replacement) and d = 3 normals
 (the noise), computes m clipped per-example gradients of linear regression and streams the inference state

@@ -1,4 +1,4 @@
-"""Benchmark of the online LDP-SGD step of 004: the d = 10 Huber kernel against its RNG floor.
+"""Benchmark of the online LDP-SGD step of Shi et al. (2025): the d = 10 Huber kernel against its RNG floor.
 
 The trajectory kernel (:func:`ldpsim.studies.trajectory.kernel.run_trajectory`)
 on the Mallows-weighted Huber regression with joint scale, ``dim = 10``

@@ -1,4 +1,4 @@
-"""Benchmark of the method zoo's kernel passes against their own RNG floors (issue 20).
+"""Benchmark of the method zoo's kernel passes against their own RNG floors.
 
 For each zoo method, a kernel pass of the main LDP-SGD path with that
 method's paths and state (``ldpsim.recursion.zoo``) is timed at the default

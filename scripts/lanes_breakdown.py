@@ -1,4 +1,4 @@
-"""What bounds the lanes kernels: per-part timings at the default lanes (issue 19).
+"""What bounds the lanes kernels: per-part timings at the default lanes.
 
 Each line is ns per replication-step, the minimum over ``--repeats`` interleaved
 runs in this process (the machine's drift moves every part alike):

@@ -1,4 +1,4 @@
-"""The run-time estimate against the real wall time: one run of about 20 s per study (issue 32).
+"""The run-time estimate against the real wall time: one run of about 20 s per study.
 
 For each run: the static model's estimate (steps times a per-step cost measured
 once on a laptop), the pilot's (ldpsim.engine.pilot: the run's own kernels on a

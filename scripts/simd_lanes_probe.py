@@ -1,4 +1,4 @@
-"""Probe (issue 19): can numba vectorise numpy's SFC64 + ziggurat draws across L lanes, bit for bit?
+"""Probe: can numba vectorise numpy's SFC64 + ziggurat draws across L lanes, bit for bit?
 
 The quantile kernel's floor (one standard normal and one uniform a step) written
 the way a SIMD lanes kernel would draw: the four SFC64 words of L replications
