@@ -75,7 +75,7 @@ def model_cases() -> list[AuditCase]:
     quantile = MODELS["quantile"](tau=0.5, epsilon=1.0)  # configs/quantile.yaml
     cases.append(AuditCase(
         "randomized response (Dette & Graw's quantile)", Claim("epsilon", 1.0),
-        RandomizedResponseProbe(quantile.kernel_params().flip_prob), 1.0,
+        RandomizedResponseProbe(quantile.kernel_params().gradient.flip_prob), 1.0,
         "the bit 1{X <= theta} is 0 or 1: the only pair"))
     mean = MODELS["mean"](epsilon=1.0)  # scalar: draw_noise
     lo, hi = -0.5, 0.5  # theta - X with X in [0, 1]: the gradient's two ends, l1 distance 1 = the sensitivity
