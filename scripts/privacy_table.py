@@ -84,8 +84,8 @@ def main() -> None:
     (out / "table.md").write_text(
         f"# epsilon = {TARGET:g}: the CLT's noise, what valid accountants say of it, and the noise they need\n\n"
         f"Poisson batches, n = 1e5 (add/remove neighbours):\n\n{table}\n"
-        f"002's Figure 2 (batches of one without replacement, T = n^2, epsilon = {PAPER_TARGET:g} at 1e-5; "
-        f"replace-one neighbours: no PLD in dp-accounting):\n\n{paper}")
+        f"Figure 2 of Xia, Zhang & Cai 2025 (batches of one without replacement, T = n^2, "
+        f"epsilon = {PAPER_TARGET:g} at 1e-5; replace-one neighbours: no PLD in dp-accounting):\n\n{paper}")
     (out / "meta.json").write_text(json.dumps({"command": "python scripts/privacy_table.py",
                                                "wall_time_s": round(time.time() - tic, 1),
                                                "machine": platform.platform()}, indent=2) + "\n")
