@@ -54,4 +54,5 @@ def test_the_committed_config_is_todays_resolution_of_its_file(name):
         today = ldpsim.load_config(str(ROOT / RUNS[name])).values
     today = json.loads(json.dumps(today, allow_nan=True, default=str))
     differs = {k: (meta["config"].get(k, "(not recorded)"), v) for k, v in today.items() if meta["config"].get(k) != v}
-    assert not differs, f"results/{name}/meta.json records another config than {RUNS[name]} resolves to today: {differs}"
+    assert not differs, (f"results/{name}/meta.json records another config than {RUNS[name]} resolves to today: "
+                         f"{differs}")

@@ -191,7 +191,8 @@ def test_papers_are_named_by_author_and_year():
 _TAG = re.compile(r"(?<![\d.,] )(?<![\d.,])\b00[0-4]\b(?![\d.])")
 _HASH = re.compile(r"(?<![\w/.-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])")
 _TRACKER = re.compile(r"(?<!numba )(?<!Opacus )\b(issues? \d+|stop \d+|work round)", re.I)
-_NETWORK = re.compile(r"\b(do(es)? not resolve|not reachable|out of reach|could not be reached|resolve from the machine)")
+_NETWORK = re.compile(r"\b(do(es)? not resolve|not reachable|out of reach|could not be reached|"
+                      r"resolve from the machine)")
 
 
 @pytest.mark.parametrize("name", USER_PAGES)

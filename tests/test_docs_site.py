@@ -29,7 +29,8 @@ def test_the_site_builds_strict_without_a_warning(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
     log = proc.stdout + proc.stderr
     warnings = [line for line in log.splitlines() if line.startswith(("WARNING", "ERROR"))]
-    assert proc.returncode == 0 and not warnings, "mkdocs build --strict failed:\n" + "\n".join(warnings or [log[-3000:]])
+    assert proc.returncode == 0 and not warnings, ("mkdocs build --strict failed:\n"
+                                                   + "\n".join(warnings or [log[-3000:]]))
     site = tmp_path / "site"
     # the pages a user looks for, and the committed figures they show
     for page in ("index.html", "getting-started/index.html", "tutorials/table1/index.html",
