@@ -139,3 +139,19 @@ def test_help_lists_commands():
 
 def test_module_entry_point_exists():
     assert (Path(__file__).parents[1] / "ldpsim" / "__main__.py").exists()
+
+
+def test_keys_lists_the_models_own_mechanisms_and_laws(capsys):
+    # the quantile model takes randomized response alone, and the normal or Cauchy law; the mean model its own list
+    from ldpsim.cli import main
+
+    assert main(["keys", "quantile"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ")}
+    assert "rr (the only one)" in rows["mechanism"] and "laplace" not in rows["mechanism"]
+    assert "'rr'" in rows["mechanism"] and "normal or cauchy" in rows["law"] and "beta(a, b)" not in rows["law"]
+    assert main(["keys", "mean"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ")}
+    assert "laplace, gaussian, duchi" in rows["mechanism"] and "path/to/file.py:Class" in rows["mechanism"]
+    assert " rr" not in rows["mechanism"] and "cauchy" not in rows["law"] and "'uniform'" in rows["law"]
