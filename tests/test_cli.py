@@ -145,13 +145,15 @@ def test_keys_lists_the_models_own_mechanisms_and_laws(capsys):
     # the quantile model takes randomized response alone, and the normal or Cauchy law; the mean model its own list
     from ldpsim.cli import main
 
-    assert main(["keys", "quantile"]) == 0
-    out = capsys.readouterr().out
-    rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ")}
-    assert "rr (the only one)" in rows["mechanism"] and "laplace" not in rows["mechanism"]
-    assert "'rr'" in rows["mechanism"] and "normal or cauchy" in rows["law"] and "beta(a, b)" not in rows["law"]
-    assert main(["keys", "mean"]) == 0
-    out = capsys.readouterr().out
-    rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ")}
-    assert "laplace, gaussian, duchi" in rows["mechanism"] and "path/to/file.py:Class" in rows["mechanism"]
-    assert " rr" not in rows["mechanism"] and "cauchy" not in rows["law"] and "'uniform'" in rows["law"]
+    def cells(model):  # key -> (default, allowed)
+        assert main(["keys", model]) == 0
+        lines = [line.split("|") for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+        return {c[1].strip(): (c[2].strip(), c[3].strip()) for c in lines}
+
+    quantile = cells("quantile")
+    assert quantile["mechanism"] == ("'rr'", "rr (the only one)")
+    assert quantile["law"] == ("'normal'", "normal or cauchy")
+    mean = cells("mean")
+    assert mean["mechanism"][0] == "'laplace'" and "path/to/file.py:Class" in mean["mechanism"][1]
+    assert "rr" not in [m.strip() for m in mean["mechanism"][1].removeprefix("one of: ").split(",")]
+    assert "cauchy" not in mean["law"][1] and mean["law"][0] == "'uniform'"
