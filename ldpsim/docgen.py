@@ -75,7 +75,7 @@ METHOD_TEXT = {
     "BB": "multiplier block bootstrap, blocks of length floor(n^beta), B draws (Dette & Graw 2024, eq. 11-12)",
     "BBjoint": "the simultaneous block-bootstrap box for all coordinates of a vector model",
     "BM": "batch means (Chen, Lee, Tong & Zhang 2020)",
-    "SN": "random scaling, self-normalised (Lee, Liao, Seo & Shin 2022)",
+    "SN": "random scaling, self-normalised (Lee, Liao, Seo & Shin 2022), its critical values computed",
     "oracle": "theta_bar +- z sqrt(Sigma / n) with the true asymptotic variance: the yardstick",
     "AsympCS": "asymptotic confidence sequence (Waudby-Smith et al. 2024), batch-means variance: valid at every "
                "look at once",
@@ -87,7 +87,7 @@ METHOD_TEXT = {
     "HulC": "[min, max] of B averaged paths on consecutive segments (Kuchibhotla et al. 2024)",
     "HiGrad": "t interval from a tree of threads on disjoint observations (Su & Zhu 2018)",
     "OB": "online bootstrap: B perturbed paths, each user answers B + 1 times (Fang, Xu & Yang 2018)",
-    "OB_split": "OB with each of the B + 1 answers at epsilon / (B + 1): the run's budget in all",
+    "OB_split": "OB with each of the B + 1 answers at epsilon / (B + 1) (and delta / (B + 1)): the run's budget in all",
     "OBM": "fully online batch-means covariance (Zhu, Chen & Wu 2023)",
     "plugin_oracle": "plug-in sandwich G^-1 S_n G^-1, S_n from the privatized gradients, G known (Chen et al. 2020)",
 }
@@ -213,13 +213,13 @@ def models_table(form: str = "") -> str:
 
 
 def mechanisms_table(form: str = "") -> str:
-    """The built-in mechanisms, what each is, and which built-in models take it (``form="short"``: grouped by models)."""
+    """The built-in mechanisms, what each is, and which models take it (``form="short"``: grouped by models)."""
     from .models import MODELS
     from .recursion.keys import MECHANISM_NAMES
 
     missing = [m for m in MECHANISM_NAMES if m not in MECHANISM_TEXT]
     if missing:
-        raise ValueError(f"mechanisms without a line in ldpsim/docgen.py's MECHANISM_TEXT: {', '.join(missing)}")
+        raise ValueError("mechanisms without a line in ldpsim/docgen.py's MECHANISM_TEXT: " + ", ".join(missing))
     if form == "short":
         groups: dict = {}
         for name in MECHANISM_NAMES:
