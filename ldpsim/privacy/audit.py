@@ -520,7 +520,7 @@ class AuditCase:
     ----------
     name : str
         The mechanism and where the kernels use it (the table's first column;
-        also the identity of its random streams).
+        also the identity of its random streams unless ``streams`` is given).
     claim : Claim
     probe : RandomizedResponseProbe, AdditiveProbe or StepProbe
     exact : float, optional
@@ -528,6 +528,9 @@ class AuditCase:
         where known: what a test with unlimited draws would approach.
     why : str
         Why the pair is the worst case.
+    streams : str, optional
+        The identity of the case's random streams when it is not ``name``:
+        a case relabelled keeps the draws (and the published numbers) it had.
     """
 
     name: str
@@ -535,6 +538,7 @@ class AuditCase:
     probe: object
     exact: float | None = None
     why: str = ""
+    streams: str | None = None
 
 
 @dataclass(frozen=True)
@@ -572,8 +576,8 @@ def run_audit(case: AuditCase, draws: int, seed: int, alpha: float = 0.05) -> Au
     seed : int
         Root seed. The stream of input ``w`` (0 or 1) in half ``h`` (0:
         selection, 1: evaluation) is ``SeedSequence(seed, spawn_key=(key, 2 h + w))``
-        with ``key`` the CRC-32 of the case's name, so a case's numbers do
-        not depend on which other cases run.
+        with ``key`` the CRC-32 of the case's ``streams`` (else its name), so
+        a case's numbers do not depend on which other cases run.
     alpha : float
         The bound holds with probability at least ``1 - alpha``.
 
@@ -587,7 +591,7 @@ def run_audit(case: AuditCase, draws: int, seed: int, alpha: float = 0.05) -> Au
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     start = time.perf_counter()
-    key = zlib.crc32(case.name.encode())
+    key = zlib.crc32((case.streams or case.name).encode())
     grid = case.probe.grid()
     sizes = (draws // 2, draws - draws // 2)
     counts = {}
