@@ -226,7 +226,7 @@ def numpy_paths(n, reps, seed, chunk=1024):
         ``theta_bar``, random-scaling ``V_n``, block sums ``(m, reps)`` and
         batch sums ``(M + 1, reps)``.
     """
-    params = QuantileModel(TAU, EPSILON).kernel_params()
+    params = QuantileModel(TAU, EPSILON).kernel_params().gradient  # the randomized-response constants
     layout = StreamLayout.build(n, BETA, GAMMA)
     gen = make_gen(seed)
     theta, ref = np.full(reps, THETA0), np.full(reps, THETA0)

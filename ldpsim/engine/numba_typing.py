@@ -33,7 +33,14 @@ Three costs of numba's compiler that such code multiplies, and what
 
 What numba keeps of the first typing (the typed IR that the
 ``inline_overloads`` pass copies into each call site, the implementation keys)
-lives on the same objects, so every later step finds what it found before:
+lives on the same objects, so every later step finds what it found before.
+One IR now serves every inlining of its overload where numba typed a fresh
+one each time, and numba names the variables it inlines after the IR's
+function identity: two inlinings of one IR into one caller (a gradient that
+inlines a helper, inlined on two paths) would redefine each other's names,
+which numba's SSA check reports as a ``NumbaIRAssumptionWarning``. So each
+inlining gets the IR under a new identity (``FunctionIdentity.derive``), as
+numba's fresh IR had:
 the machine code is the same, which the kernel twins and the committed
 results, reproduced byte for byte, test. The sources read by the first typing
 are remembered with it, so that the cache entry of every kernel that uses it
@@ -42,7 +49,7 @@ records them (:mod:`ldpsim.engine.numba_cache`).
 
 from __future__ import annotations
 
-from numba.core import dispatcher, targetconfig
+from numba.core import dispatcher, inline_closurecall, targetconfig
 from numba.core.types import functions
 from numba.core.typing import templates
 
@@ -54,6 +61,7 @@ _original_call_type = functions.BaseFunction.get_call_type
 _original_customize_flags = dispatcher._FunctionCompiler._customize_flags
 _original_add_overload = dispatcher.Dispatcher.add_overload
 _original_compile_for_args = dispatcher.Dispatcher._compile_for_args
+_original_inline_ir = inline_closurecall.InlineWorker.inline_ir
 
 
 def _ours(cls) -> bool:
@@ -147,6 +155,12 @@ def _compile_for_args(self, *args, **kws):
     return _original_compile_for_args(self, *args, **kws)
 
 
+def _inline_ir(self, caller_ir, block, i, callee_ir, callee_freevars, arg_typs=None):
+    callee = callee_ir.copy()  # (shallow: numba copies the blocks it mutates)
+    callee.func_id = callee_ir.func_id.derive()  # the inlined variables' names: unique per inlining
+    return _original_inline_ir(self, caller_ir, block, i, callee, callee_freevars, arg_typs)
+
+
 def install() -> None:
     """Make numba's typing and its inlined implementations as the module docstring says (idempotent)."""
     if getattr(templates._OverloadFunctionTemplate.generic, "__ldpsim__", False):
@@ -158,6 +172,7 @@ def install() -> None:
     dispatcher._FunctionCompiler._customize_flags = _customize_flags
     dispatcher.Dispatcher.add_overload = _add_overload
     dispatcher.Dispatcher._compile_for_args = _compile_for_args
+    inline_closurecall.InlineWorker.inline_ir = _inline_ir
 
 
 __all__ = ["install"]
