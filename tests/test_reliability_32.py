@@ -419,24 +419,6 @@ def test_sigterm_just_after_a_two_worker_run_finished_leaves_it_complete(tmp_pat
 
 # --- chunks --------------------------------------------------------------------------------------------------
 
-def test_a_chunk_of_another_run_renamed_to_this_runs_name_is_not_reused(tmp_path):
-    # the name held the run's identity, the file did not: another run's chunk under this name was resumed as this run's
-    from ldpsim.engine import chunks as store
-
-    base = {"model": "quantile", "n": 2000, "reps": 16, "methods": ["SN", "oracle"]}
-    mine = ldpsim.run({**base, "seed": 1}, out=tmp_path / "mine", n_jobs=1, progress=False)
-    other = ldpsim.run({**base, "seed": 2}, out=tmp_path / "other", n_jobs=1, progress=False)
-    assert mine.rows != other.rows
-    (target,) = (tmp_path / "mine" / "chunks").glob("*.npz")
-    (source,) = (tmp_path / "other" / "chunks").glob("*.npz")
-    assert store.read_chunk(target)[1] is None
-    shutil.copyfile(source, target)
-    lines = []
-    again = ldpsim.run({**base, "seed": 1}, out=tmp_path / "mine", n_jobs=1, progress=False, resume=True,
-                       log=lines.append)
-    assert again.rows == mine.rows and again.meta["chunks_reused"] == 0
-    assert any(f"chunk {target.name} was saved as {source.name!r}: the chunk of another run" in line for line in lines)
-
 
 # --- the run-time estimate: a pilot of the run's own kernels (its accuracy: scripts/pilot_accuracy.py) ---------
 
@@ -522,43 +504,6 @@ def test_every_study_has_a_pilot_copy_with_fewer_steps_of_the_same_kernels(confi
 
 
 # --- committed outputs are what the code writes now -------------------------------------------------------------
-
-@pytest.mark.parametrize("path", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "results").glob("*/compare_*.md")))
-def test_committed_comparisons_are_what_compare_writes_now(path, tmp_path, capsys):
-    # results/quantile/compare_table1_quantile.md was older than compare's text
-    run = ROOT / path
-    copy = tmp_path / run.parent.name
-    shutil.copytree(run.parent, copy, ignore=shutil.ignore_patterns("chunks"))
-    table = run.stem.removeprefix("compare_")
-    assert main(["compare", str(copy), "--table", table]) == 0
-    assert (copy / run.name).read_text() == run.read_text()
-
-
-def _coverage_runs():
-    import json
-
-    for meta in sorted((ROOT / "results").glob("*/meta.json")):
-        run = meta.parent
-        if ((run / "summary.csv").is_file() and (run / "table.md").is_file()
-                and json.loads(meta.read_text()).get("config", {}).get("study", "coverage") == "coverage"):
-            yield run.name
-
-
-@pytest.mark.parametrize("name", list(_coverage_runs()))
-def test_table_renders_a_committed_coverage_run_as_the_run_did(name):
-    # re-rendered from the CSV files, a key the setting does not read is blank, not None: the diagnostics of
-    # zoo_huber's mu = inf came first instead of last, zoo.md's heading read "mechanism = " for "mechanism = None"
-    from ldpsim.models.user import truth_notes
-    from ldpsim.studies.coverage.tables import render_markdown
-    from ldpsim.studies.coverage.zoo_tables import render_zoo_markdown
-
-    result = ldpsim.open_result(ROOT / "results" / name)
-    title = result.study.table_title(result.meta)
-    notes = truth_notes(result.meta)  # a user's model whose oracle is estimated (docs/extending.md)
-    assert render_markdown(result.rows, title, notes) == (ROOT / "results" / name / "table.md").read_text()
-    if "zoo" in result.tables:
-        level = result.meta["config"].get("level")
-        assert render_zoo_markdown(result.tables["zoo"], title, level) == (ROOT / "results" / name / "zoo.md").read_text()
 
 
 # --- the hunt: ten more hostile inputs of the method zoo -------------------------------------------------------
