@@ -294,20 +294,6 @@ def test_a_config_with_a_byte_order_mark_and_from_a_pipe(tmp_path, capsys):
     assert status == 0
 
 
-def test_sigterm_is_handled_as_an_interrupt(tmp_path, capsys, monkeypatch):
-    (tmp_path / "c.yaml").write_text(TINY)
-
-    def terminated(*args, **kwargs):
-        os.kill(os.getpid(), signal.SIGTERM)  # a batch system's time limit, mid-run
-        pytest.fail("SIGTERM did not stop the run")
-
-    monkeypatch.setattr("ldpsim.api.simulate", terminated)
-    handler = signal.getsignal(signal.SIGTERM)
-    status, _, err = cli(capsys, "run", tmp_path / "c.yaml", "--out", tmp_path / "o", "--quiet")
-    assert status == 143 and err == "ldpsim: terminated; finished chunks are saved, rerun with --resume to continue\n"
-    assert signal.getsignal(signal.SIGTERM) == handler and not (tmp_path / "o").exists()
-
-
 def test_a_trace_whose_numbers_lost_their_precision_has_no_intervals():
     from ldpsim.studies.coverage.trace import compute_trace, resolve_trace
 

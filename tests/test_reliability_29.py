@@ -190,83 +190,8 @@ def test_hulc_has_no_se_ratio_and_the_zoo_methods_are_judged_on_their_own_estima
 
 # --- compiling: said, and stoppable ----------------------------------------------------------------------------
 
-def test_a_long_compilation_is_said_with_its_elapsed_time(monkeypatch):
-    from ldpsim.engine import interrupt
-
-    monkeypatch.setattr(interrupt, "COMPILE_NOTICE", 0.2)
-    monkeypatch.setattr(interrupt, "COMPILE_REMINDER", 0.3)
-    lines = []
-    assert interrupt.while_compiling(lambda: time.sleep(0.9) or 42, lines.append, "the kernels of zoo_quantile") == 42
-    assert lines[0].startswith("compiling the kernels of zoo_quantile: first run only, numba caches them (")
-    assert any(line.startswith("still compiling the kernels of zoo_quantile (") for line in lines[1:-1])
-    assert re.fullmatch(r"compiled the kernels of zoo_quantile in \d+ s", lines[-1])
-    quiet = []  # a cached kernel loads at once: not a word
-    interrupt.while_compiling(lambda: None, quiet.append)
-    assert quiet == []
-
-
-def test_an_error_while_compiling_reaches_the_caller():
-    from ldpsim.engine import interrupt
-
-    def fails():
-        raise ConfigError("a user's model does not compile")
-
-    with pytest.raises(ConfigError, match="does not compile"):
-        interrupt.while_compiling(fails, lambda line: None)
-
-
-def test_a_signal_during_compilation_stops_the_wait_within_a_second():
-    # numba compiling in the main thread held SIGTERM for minutes (killed by SIGKILL), and an interrupt raised
-    # inside its compiler left "no compiled object yet": the main thread now only waits
-    import os
-    import signal
-    import threading
-
-    from ldpsim.engine import interrupt
-
-    class Stop(KeyboardInterrupt):
-        pass
-
-    def handler(signum, frame):  # as the CLI's SIGTERM handler (pytest-xdist's workers ignore SIGINT)
-        raise Stop()
-
-    previous = signal.signal(signal.SIGUSR1, handler)
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGUSR1))
-    start = time.monotonic()
-    timer.start()
-    try:
-        with pytest.raises(Stop):
-            interrupt.while_compiling(lambda: time.sleep(10), lambda line: None)
-        assert time.monotonic() - start < 3  # (the compile would have taken 10 s)
-    finally:
-        timer.cancel()
-        signal.signal(signal.SIGUSR1, previous)
-
 
 # --- the run-time estimate counts every zoo method's passes -----------------------------------------------------
-
-def test_the_static_time_estimate_counts_every_zoo_methods_pass():
-    from ldpsim.studies.coverage.zoo import pass_factor, zoo_cost
-
-    config = ldpsim.load_config(str(ROOT / "configs" / "zoo_quantile.yaml"))
-    study, s = config.study, config.settings[0]
-    plain = ldpsim.load_config({"model": "quantile", "n": s.n, "reps": 2, "epsilon": s.epsilon})
-    ratio = study.seconds(s, config.options) / plain.study.seconds(plain.settings[0], plain.options)
-    assert ratio == pytest.approx(zoo_cost(config.options)) and ratio > 200  # OB and OB_split: B + 1 paths each
-    assert pass_factor("OB", {"ob_paths": 100}) == 101 and zoo_cost({"methods": ["BB", "SN"], "ob_paths": 100}) == 1
-
-
-def test_a_zoo_config_far_beyond_the_limit_is_refused_without_allow_long(tmp_path, capsys, monkeypatch):
-    # 5e6 replications were estimated at 11 hours (weeks in fact: OB's 100 perturbed paths) and started; now the
-    # pilot refuses them (20 days, measured once on a loaded machine) after compiling the kernels for minutes,
-    # so this test asks for 1e6 of n = 1e8, which the static model, counting every method's pass, refuses before
-    # any work (2e4 days by it; without the zoo's passes it was 210 times less)
-    monkeypatch.chdir(ROOT)
-    assert main(["run", "configs/zoo_quantile.yaml", "--reps", "1000000", "--n", "1e8", "--out",
-                 str(tmp_path / "r")]) == 2
-    err = _one_error_line(capsys)
-    assert "--allow-long" in err, err
-    assert not (tmp_path / "r").exists()
 
 
 # --- the hunt: hostile inputs found beyond the list ---------------------------------------------------

@@ -388,119 +388,11 @@ def test_an_impossible_higrad_tree_blames_the_key_that_made_it(mapping, message)
 
 # --- signals -------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("delay", [0.0, 0.05])
-def test_sigterm_just_after_a_two_worker_run_finished_leaves_it_complete(tmp_path, delay):
-    # it printed "wrote ...", then died of the signal during its exit (exit -15 or 143) with loky's raw warnings
-    # about leaked semaphores and joblib's temporary folder
-    import json
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    out = tmp_path / "run"
-    lines = []
-    with subprocess.Popen([sys.executable, "-m", "ldpsim", "run", str(ROOT / "configs" / "quantile.yaml"), "--reps",
-                           "16", "--n", "1e5", "--set", "tau=0.5", "--out", str(out), "--quiet", "--n-jobs", "2"],
-                          stderr=subprocess.PIPE, text=True, cwd=tmp_path) as proc:
-        for line in proc.stderr:
-            lines.append(line)
-            if line.startswith("ldpsim: wrote"):
-                time.sleep(delay)
-                proc.send_signal(signal.SIGTERM)
-                break
-        rest = proc.stderr.read()
-        status = proc.wait(timeout=300)
-    assert status == 0, "".join(lines) + rest
-    assert rest.strip() == "" and "Warning" not in "".join(lines), "".join(lines) + rest
-    assert json.loads((out / "meta.json").read_text())["status"] == "complete"
-    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN  # (this process's own handler is untouched)
-
 
 # --- chunks --------------------------------------------------------------------------------------------------
 
 
 # --- the run-time estimate: a pilot of the run's own kernels (its accuracy: scripts/pilot_accuracy.py) ---------
-
-def test_the_time_check_pilots_only_where_the_static_model_cannot_decide(monkeypatch):
-    # a run of about 23 hours was refused as "about 14 days" (the static model, 6-23 times too high for some
-    # studies, 14-49 times too low for the zoo): between 1/100 and 100 times the limit a pilot decides
-    from ldpsim.engine import pilot
-
-    def no_pilot(*args, **kwargs):
-        raise AssertionError("piloted")
-
-    monkeypatch.setattr(pilot, "measured_tasks", no_pilot)
-    study_of = (lambda config: monkeypatch.setattr(config.study, "warm_up_units", lambda *a, **k: []) or config.study)
-    small = ldpsim.load_config({"model": "quantile", "n": 1e5, "reps": 10})
-    assert pilot.check_run_time(study_of(small), small, 1) < 1.0
-    absurd = ldpsim.load_config({"model": "quantile", "n": 2 ** 52, "reps": 500})
-    with pytest.raises(ConfigError, match=r"estimated from its steps and their cost measured on a 2-core laptop"):
-        pilot.check_run_time(study_of(absurd), absurd, 1)
-    close = ldpsim.load_config({"model": "quantile", "n": 3e10, "reps": 500})  # static: about 7 days on 2 workers
-    static = pilot.check_time(pilot.static_tasks(close.study, close.settings, close.options, 500), 2, allow_long=True)
-    assert pilot.MAX_RUN_SECONDS / 100 < static < 100 * pilot.MAX_RUN_SECONDS
-    basis = "a pilot of its own kernels on this machine"
-    monkeypatch.setattr(pilot, "measured_tasks", lambda *a, **k: ([(3600.0, 500)], basis, 0.0))
-    with pytest.raises(ConfigError, match=rf"^this run would take about .* \(estimated from {basis}\), more than"):
-        pilot.check_run_time(study_of(close), close, 2)
-    monkeypatch.setattr(pilot, "measured_tasks", lambda *a, **k: ([(60.0, 500)], basis, 0.0))
-    assert pilot.check_run_time(study_of(close), close, 2) <= 500 * 60.0
-
-
-def test_the_pilot_fits_a_line_through_two_sizes_and_times_the_first_group_apart(monkeypatch):
-    from ldpsim.engine import pilot
-
-    config = ldpsim.load_config({"model": "quantile", "n": 1e7, "reps": 100})
-    study, (setting,) = config.study, config.settings
-    calls = []
-
-    def fake_run(study_, members, options, seed, start, stop, lanes):  # a group's seconds: 0.01 + 0.5 static
-        calls.append((members[0].n, start))
-        static = pilot._static(study_, members, options)
-        return 0.01 + 0.5 * static + (0.2 * static if start == 0 else 0.0)
-
-    monkeypatch.setattr(pilot, "_run", fake_run)
-    found = pilot.pilot(study, [setting], config.options, 1, lanes=4)
-    assert found.width == 4 and found.fixed == pytest.approx(0.01) and found.slope == pytest.approx(0.5)
-    full = study.seconds(setting, config.options)
-    assert found.per_replication(full) == pytest.approx((0.01 + 0.5 * full) / 4)
-    assert found.first_extra(full) == pytest.approx(0.2 * full)
-    sizes = sorted({n for n, _ in calls})
-    assert sizes[0] >= 5000 and sizes[-1] < setting.n  # smaller copies, never the run itself
-    tasks, basis, _ = pilot.measured_tasks(study, config.settings, config.options, 100, 1, lanes=4)
-    assert tasks == [(pytest.approx(found.per_replication(full) + found.first_extra(full) / 100), 100)]
-    assert basis == "a pilot of its own kernels on this machine"
-
-
-def test_settings_that_differ_in_size_share_one_pilot_of_the_real_kernel():
-    from ldpsim.engine import pilot
-
-    config = ldpsim.load_config({"model": "quantile", "n": [2e5, 1e6], "reps": 50, "methods": ["SN", "oracle"]})
-    config.study.warm_up(config)
-    tasks, _, others = pilot.measured_tasks(config.study, config.settings, config.options, 50, 1)
-    assert others is None or 0.0 <= others <= (__import__("os").cpu_count() or 1)
-    (small, reps), (large, _) = tasks
-    assert reps == 50 and 0 < small < large < 1.0
-
-
-@pytest.mark.parametrize("config_file, overrides", [
-    ("quantile.yaml", {}), ("zoo_quantile.yaml", {}), ("trajectory_quantile.yaml", {}), ("dpsgd_valid.yaml", {}),
-    ("sagd_rate.yaml", {}), ("sagd_concentration.yaml", {}), ("sagd_generalization.yaml", {}),
-])
-def test_every_study_has_a_pilot_copy_with_fewer_steps_of_the_same_kernels(config_file, overrides):
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        config = ldpsim.load_config(str(ROOT / "configs" / config_file), **overrides)
-    study = config.study
-    for s in config.settings[:4]:
-        copy = study.pilot_setting(s, config.options, 0.01)
-        assert study.steps(copy) < study.steps(s) or study.steps(s) <= 5000, (s, copy)
-        changed = {k for k, v in s.as_dict().items() if copy.as_dict()[k] != v}
-        assert changed <= set(study.size_keys) | {"kappa", "accountant", "T_factor"}, changed
-        assert study.pilot_setting(s, config.options, 1.0) is s
 
 
 # --- committed outputs are what the code writes now -------------------------------------------------------------
