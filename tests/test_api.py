@@ -12,7 +12,10 @@ import pytest
 
 import ldpsim
 from ldpsim.engine import chunks as store
+from ldpsim.engine.errors import ConfigError
 from ldpsim.studies import STUDIES, resolve
+
+from run_helpers import api_run
 
 TINY = {"model": "quantile", "tau": [0.5, 0.9], "n": 20_000, "reps": 6, "seed": 3, "B": 100}
 
@@ -119,3 +122,69 @@ def test_chunks_of_an_older_format_are_recomputed_not_read(name, tmp_path, monke
     assert len(files) == 2 * len(old_files)  # none of the old ones was taken for this run's
     assert all(p.stat().st_mtime_ns == t for p, t in old_files.items())
     assert new.rows == old.rows  # same numbers: only the file format differs
+
+
+# --- the options of ldpsim.run and of a result --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs,fragment", [
+    ({"out": ""}, "out = '' is empty"),
+    ({"out": 5}, "out = 5 is not a path"),
+    ({"out": "a\0b"}, "contains a NUL byte"),
+    ({"n_jobs": "2"}, "n_jobs = '2' is not an integer"),
+    ({"n_jobs": 10 ** 6}, "n_jobs = 1000000 is more than 8 workers per core"),
+    ({"resume": "yes"}, "resume = 'yes' is not True or False"),
+    ({"resume": True, "out": None}, "resume = True needs out"),
+])
+def test_api_run_options_are_checked(tmp_path, kwargs, fragment):
+    with pytest.raises(ldpsim.ConfigError) as info:
+        ldpsim.run({"model": "quantile", "n": 4000, "reps": 2, "B": 50}, progress=False, **kwargs)
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(ldpsim.ConfigError, match="config = 5 is not a YAML file, a dict of config keys or a Config"):
+        ldpsim.run(5)
+
+
+@pytest.mark.parametrize("lanes", [1.5, "8", True, float("nan"), 0, 65])
+def test_the_apis_refusal_of_lanes_names_the_accepted_values_once(lanes):
+    with pytest.raises(ConfigError) as info:
+        ldpsim.run({"model": "quantile", "n": 1000, "reps": 2}, out=None, lanes=lanes, progress=False)
+    text = str(info.value)
+    assert "\n" not in text and text.count("allowed: 1 to 64, or none (the fastest measured)") == 1, text
+
+
+def test_numpy_integers_and_floats_are_taken_by_the_api():
+    result = api_run({"model": "mean", "n": np.int64(2000), "reps": np.int32(3), "c": np.float32(0.5),
+                      "gamma": np.array([0.6, 0.7]), "seed": np.uint64(9)}, n_jobs=np.int64(1),
+                      progress=np.bool_(False))
+    values = result.config.values
+    assert (values["n"], values["reps"], values["c"], values["gamma"], values["seed"]) == (2000, 3, 0.5,
+                                                                                           [0.6, 0.7], 9)
+    json.dumps(result.meta)  # plain Python numbers, also n_jobs
+    same = api_run({"model": "mean", "n": 2000, "reps": 3, "c": 0.5, "gamma": [0.6, 0.7], "seed": 9})
+    assert result.rows == same.rows
+    with pytest.raises(ldpsim.ConfigError, match=r"n = 2000\.5 is not an integer"):
+        api_run({"model": "mean", "n": np.float32(2000.5)})
+
+
+@pytest.mark.parametrize("flag", ["resume", "force", "progress"])
+def test_numpy_bools_are_flags(tmp_path, flag):
+    kw = {"resume": {"out": tmp_path}, "force": {"out": tmp_path}, "progress": {}}[flag]
+    api_run({"model": "mean", "n": 2000, "reps": 2}, **{**kw, flag: np.bool_(flag != "progress")})
+
+
+def test_a_two_dimensional_array_of_n_is_one_line():
+    with pytest.raises(ldpsim.ConfigError, match=r"n = \[2000, 3000\] is not an integer"):
+        api_run({"model": "mean", "n": np.array([[2000, 3000]])})
+
+
+def test_a_log_that_cannot_be_called_is_refused():
+    with pytest.raises(ldpsim.ConfigError, match="log = 'no' is not a function"):
+        api_run({"model": "mean", "n": 2000, "reps": 2}, log="no")
+
+
+def test_saving_an_in_memory_result_needs_a_directory():
+    result = api_run({"model": "mean", "n": 2000, "reps": 2})
+    with pytest.raises(ldpsim.ConfigError, match="give a directory to save into"):
+        result.save()
+    with pytest.raises(ldpsim.ConfigError, match="give a directory to draw into"):
+        result.figures()

@@ -12,6 +12,8 @@ from ldpsim import studies as cfg
 from ldpsim.studies.coverage.checks import check_config, condition14, condition14_sums
 from ldpsim.cli import main
 
+from run_helpers import TINY, cli
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -88,3 +90,20 @@ def test_check_cli_exit_status(tmp_path, capsys):
 
     assert main(["check", str(good), "--set", "tau=1.5"]) == 2
     assert capsys.readouterr().err.startswith("ldpsim: error: tau = 1.5")
+
+
+# --- extreme values -----------------------------------------------------------------------------------------
+
+
+def test_check_with_a_huge_step_size_fails_the_condition_instead_of_crashing(tmp_path, capsys):
+    (tmp_path / "c.yaml").write_text(TINY)
+    status, out, err = cli(capsys, "check", tmp_path / "c.yaml", "--set", "c=1e300")
+    assert status == 1 and err == "" and "[FAIL] condition (14)" in out and "no b0 <= 1000000" in out
+
+
+def test_a_huge_batch_means_layout_is_not_built_to_validate(tmp_path, capsys):
+    # n = 2^53 and gamma = 0.01 have 7.5e7 batches: validation used to build all their ends in Python
+    (tmp_path / "c.yaml").write_text(TINY)
+    status, out, _ = cli(capsys, "check", tmp_path / "c.yaml", "--n", str(2 ** 53), "--set", "gamma=0.01",
+                         "--set", "beta=0.9", "--set", "methods=[BM]")
+    assert status == 1 and "[FAIL] gamma in (1/2, 1)" in out

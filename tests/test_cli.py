@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,6 +14,9 @@ from pathlib import Path
 import pytest
 
 from ldpsim.cli import main
+
+from run_helpers import (ROOT, SMALL, TINY, checked_cli, cli, no_work, one_error_line,
+                         one_line_error_after_warnings, write)
 
 TINY_YAML = """\
 model: quantile
@@ -157,3 +161,77 @@ def test_keys_lists_the_models_own_mechanisms_and_laws(capsys):
     assert mean["mechanism"][0] == "'laplace'" and "path/to/file.py:Class" in mean["mechanism"][1]
     assert "rr" not in [m.strip() for m in mean["mechanism"][1].removeprefix("one of: ").split(",")]
     assert "cauchy" not in mean["law"][1] and mean["law"][0] == "'uniform'"
+
+
+# --- one-line errors and clean output -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "configs/quantile.yaml", "--lanes", "abc"], r"--lanes: 'abc' is not an integer; allowed: 1 to 64"),
+    (["run", "configs/quantile.yaml", "--lanes", "1.5"], r"--lanes: '1\.5' is not an integer; allowed: 1 to 64"),
+    (["run", "configs/quantile.yaml", "--lanes", "0"], r"lanes = 0 is outside \[1, 64\]; allowed: 1 to 64"),
+    (["fit", "x.csv", "--response", "y", "--epsilon", "abc"], r"--epsilon: 'abc' is not a decimal number"),
+    (["fit", "x.csv", "--response", "y", "--mu", "1", "--epsilon", "1"], r"--epsilon: not allowed with argument --mu"),
+    (["fit", "x.csv", "--response", "y", "--model", "probit"], r"--model: invalid choice: 'probit'"),
+    (["fit", "x.csv", "--response", "y", "--covariates"], r"--covariates: expected at least one argument"),
+    (["fit", "--response", "y", "--covariates", "a", "b", "missing.csv"],
+     r"give the data file .*, before --covariates \(which take every value after them\)"),
+    (["fit", "--response", "y", "--bounds", "a=0:1", "missing.csv"],
+     r"give the data file .*, before --bounds \(which take every value after them\)"),
+    (["frobnicate"], r"argument command: invalid choice: 'frobnicate'"),
+    (["run"], r"the following arguments are required: config"),
+])
+def test_argparse_refusals_are_one_line(argv, message, capsys, monkeypatch, tmp_path):
+    # they printed the whole usage (7 to 15 lines) before the error
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit) as info:
+        if main(argv) == 2:
+            raise SystemExit(2)
+    assert info.value.code == 2
+    err = one_error_line(capsys)
+    assert re.search(message, err), err
+
+
+def test_a_flag_given_twice_is_refused_not_half_ignored(tmp_path, capsys, monkeypatch):
+    no_work(monkeypatch)
+    config = write(tmp_path, SMALL)
+    status, _, err = checked_cli(capsys, "run", config, "--n", "1e3", "--n", "2e3", "4e3")
+    one_line_error_after_warnings(status, err, "--n is given twice (--n 1e3 and --n 2e3 4e3): give it once, with every value")
+    status, _, err = checked_cli(capsys, "run", config, "--reps", "2", "--reps", "3")
+    one_line_error_after_warnings(status, err, "--reps is given twice (--reps 2 and --reps 3)")
+    status, _, err = checked_cli(capsys, "trace", ROOT / "configs" / "trace_quantile.yaml", "--seed", "1", "--seed", "2")
+    one_line_error_after_warnings(status, err, "--seed is given twice")
+
+
+def test_more_workers_left_out_than_cores_is_refused(tmp_path, capsys, monkeypatch):
+    no_work(monkeypatch)
+    status, _, err = checked_cli(capsys, "run", write(tmp_path, SMALL), "--n-jobs", "-100", "--out", tmp_path / "o")
+    one_line_error_after_warnings(status, err, "n_jobs = -100 leaves 99 cores out of this machine's")
+
+
+def test_no_raw_numpy_warning_for_a_far_start(tmp_path, capsys):
+    (tmp_path / "c.yaml").write_text(TINY)
+    status, _, err = cli(capsys, "run", tmp_path / "c.yaml", "--out", tmp_path / "o", "--quiet", "--n-jobs", "1",
+                         "--set", "theta0=1e200")
+    assert status == 0 and all(line.startswith("ldpsim: ") for line in err.splitlines()), err
+    assert "RuntimeWarning" not in err
+
+
+# --- without numba ------------------------------------------------------------------------------------------
+
+
+def test_the_package_imports_and_checks_with_numba_disabled():
+    # how users debug numba code: every command failed at import
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    proc = subprocess.run([sys.executable, "-m", "ldpsim", "check", "configs/quantile.yaml"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_run_with_numba_disabled(tmp_path):
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    config = write(tmp_path, {"model": "mean", "n": 300, "reps": 2, "seed": 1, "methods": ["BM", "SN"]})
+    proc = subprocess.run([sys.executable, "-m", "ldpsim", "run", str(config), "--out", str(tmp_path / "o"),
+                           "--quiet", "--n-jobs", "1"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr

@@ -13,6 +13,8 @@ from ldpsim.cli import main
 from ldpsim.engine.driver import _chunk_task
 from ldpsim.engine.chunks import code_identity
 
+from run_helpers import TINY, cli, one_line_error
+
 SMALL_YAML = """\
 model: quantile
 tau: [0.5, 0.9]
@@ -140,3 +142,13 @@ def test_worker_with_other_code_refuses_to_compute(tiny_config):
     [((index, start), result, seconds)] = _chunk_task([0], study, [setting], options, tiny_config.seed, 0, 1,
                                                       code_identity(study))
     assert (index, start) == (0, 0) and result["ok"].shape == (1,) and seconds >= 0
+
+
+def test_a_scheduler_error_leaves_no_empty_directory(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    (tmp_path / "c.yaml").write_text(TINY)
+    out = tmp_path / "o"
+    status, _, err = cli(capsys, "run", tmp_path / "c.yaml", "--out", out, "--quiet", "--backend", "dask",
+                         "--scheduler", str(tmp_path / "nowhere.json"))
+    one_line_error(status, err, "scheduler file", "not found")
+    assert not out.exists()

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
 import numpy as np
 import pytest
 
+import ldpsim
 from ldpsim import studies as cfg
 from ldpsim.engine.errors import ConfigWarning
 from ldpsim.engine.driver import simulate
 from ldpsim.studies.coverage import CoverageStudy
+from ldpsim.studies.coverage.study import RESOLVED_ULPS, resolved
+
+from run_helpers import TINY, TINY_STUDIES, checked_cli, cli, write
 
 
 def run_replications(setting, methods, root_seed, start, stop):
@@ -130,3 +135,46 @@ def test_level_changes_interval_width_as_it_should(tiny_mapping, level):
     from scipy import stats
     ratio = stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.95)
     assert math.isclose(oracle_other / oracle_base, ratio, rel_tol=1e-12)
+
+
+# --- replications without numbers are counted as failed -----------------------------------------------------
+
+
+def test_a_path_whose_numbers_lost_their_precision_is_counted_as_failed(tmp_path, capsys):
+    (tmp_path / "c.yaml").write_text(TINY)
+    status, _, err = cli(capsys, "run", tmp_path / "c.yaml", "--out", tmp_path / "o", "--quiet", "--n-jobs", "1",
+                         "--set", "theta0=1e20", "--set", "methods=[BB,oracle]")
+    assert status == 0
+    assert "ldpsim: 3 replication(s) diverged, gave non-finite results or lost their precision" in err
+    rows = ldpsim.open_result(tmp_path / "o").rows
+    assert all(r["n_failed"] == 3 and r["reps"] == 0 and math.isnan(r["length"]) for r in rows)
+
+
+def test_the_precision_rule_keeps_every_ordinary_interval():
+    # an interval is kept if its length is RESOLVED_ULPS units in the last place of its ends: at
+    # theta* = 1.28 (tau = 0.9) that is 2.9e-10, a millionth of the shortest committed interval (0.000874)
+    assert resolved(np.array([[1.2815, 1.2815 + 3e-10]])) and not resolved(np.array([[1.2815, 1.2815 + 2e-10]]))
+    assert not resolved(np.array([[1e20, 1e20]])) and not resolved(np.array([[1e20, 1e20 + 9.6e5]]))
+    assert RESOLVED_ULPS * np.spacing(1.2815) < 1e-6 * 0.000874
+    assert resolved(np.array([[-1e-300, 1e-300]]))  # tiny but resolved: not a precision problem
+
+
+@pytest.mark.parametrize("study,change,failed", [
+    ("dpsgd", {"mu": 1e-100, "accountant": "clt", "budget_of": "path", "methods": ["plugin", "BM"]}, "all"),  # noise of 1e100 per step
+    # the accuracy figure's log axis of NaN (was an internal error), a numpy warning about an empty mean
+    ("dpsgd", {"theta0": 1e200, "kappa": [1.0, 1.5], "methods": ["plugin", "oracle"]}, "all"),
+    # rate.png's log axis of NaN (was an internal error), a legend of nothing (was a raw warning)
+    ("sagd_rate", {"model": "welsch", "eta": 1e300, "T_factor": 3e4}, "all"),
+    ("sagd_concentration", {"model": "welsch", "eta": 1e300}, "all"),  # an empty mean (was a raw warning)
+    ("sagd_generalization", {"methods": ["adam", "rmsprop"]}, "none"),  # no privacy.csv (was "no rows to write")
+])
+def test_replications_without_numbers_are_counted_and_the_run_reads_back(tmp_path, capsys, study, change, failed):
+    out = tmp_path / "o"
+    status, _, err = checked_cli(capsys, "run", write(tmp_path, {**TINY_STUDIES[study], **change}), "--out", out, "--quiet",
+                         "--n-jobs", "1")
+    assert status == 0 and "Traceback" not in err and "internal error" not in err, err
+    meta = json.loads((out / "meta.json").read_text())
+    total = meta["settings"] * meta["config"]["reps"]
+    assert meta["n_failed"] == (total if failed == "all" else 0), err
+    status, _, err = checked_cli(capsys, "table", out)
+    assert status == 0, err

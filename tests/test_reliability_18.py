@@ -115,37 +115,6 @@ def test_a_logistic_clip_run_at_dim_20_writes_its_bias_table(tmp_path, capsys):
     assert status == 0 and (tmp_path / "o" / "bias.csv").exists()
 
 
-def test_numpy_integers_and_floats_are_taken_by_the_api():
-    result = api_run({"model": "mean", "n": np.int64(2000), "reps": np.int32(3), "c": np.float32(0.5),
-                      "gamma": np.array([0.6, 0.7]), "seed": np.uint64(9)}, n_jobs=np.int64(1),
-                      progress=np.bool_(False))
-    values = result.config.values
-    assert (values["n"], values["reps"], values["c"], values["gamma"], values["seed"]) == (2000, 3, 0.5,
-                                                                                           [0.6, 0.7], 9)
-    json.dumps(result.meta)  # plain Python numbers, also n_jobs
-    same = api_run({"model": "mean", "n": 2000, "reps": 3, "c": 0.5, "gamma": [0.6, 0.7], "seed": 9})
-    assert result.rows == same.rows
-    with pytest.raises(ldpsim.ConfigError, match=r"n = 2000\.5 is not an integer"):
-        api_run({"model": "mean", "n": np.float32(2000.5)})
-
-
-def test_the_package_imports_and_checks_with_numba_disabled():
-    # how users debug numba code: every command failed at import
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
-    proc = subprocess.run([sys.executable, "-m", "ldpsim", "check", "configs/quantile.yaml"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-
-
-def test_a_run_with_numba_disabled(tmp_path):
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
-    config = write(tmp_path, {"model": "mean", "n": 300, "reps": 2, "seed": 1, "methods": ["BM", "SN"]})
-    proc = subprocess.run([sys.executable, "-m", "ldpsim", "run", str(config), "--out", str(tmp_path / "o"),
-                           "--quiet", "--n-jobs", "1"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr
-
-
 # --- silent nonsense ------------------------------------------------------------------------------------------
 
 
@@ -254,50 +223,3 @@ def test_the_noise_free_path_gives_up_after_its_budget_of_evaluations(monkeypatc
 
 
 # --- the hunt: more hostile inputs --------------------------------------------------------------------------
-
-
-def test_a_flag_given_twice_is_refused_not_half_ignored(tmp_path, capsys, monkeypatch):
-    no_work(monkeypatch)
-    config = write(tmp_path, SMALL)
-    status, _, err = cli(capsys, "run", config, "--n", "1e3", "--n", "2e3", "4e3")
-    one_line_error(status, err, "--n is given twice (--n 1e3 and --n 2e3 4e3): give it once, with every value")
-    status, _, err = cli(capsys, "run", config, "--reps", "2", "--reps", "3")
-    one_line_error(status, err, "--reps is given twice (--reps 2 and --reps 3)")
-    status, _, err = cli(capsys, "trace", ROOT / "configs" / "trace_quantile.yaml", "--seed", "1", "--seed", "2")
-    one_line_error(status, err, "--seed is given twice")
-
-
-def test_more_workers_left_out_than_cores_is_refused(tmp_path, capsys, monkeypatch):
-    no_work(monkeypatch)
-    status, _, err = cli(capsys, "run", write(tmp_path, SMALL), "--n-jobs", "-100", "--out", tmp_path / "o")
-    one_line_error(status, err, "n_jobs = -100 leaves 99 cores out of this machine's")
-
-
-def test_a_huge_reps_is_printed_short(tmp_path, capsys):
-    status, _, err = cli(capsys, "run", write(tmp_path, SMALL), "--reps", "1e300", "--out", tmp_path / "o")
-    line = one_line_error(status, err, "reps = 1e+300 replications", "EiB")
-    assert len(line) < 300
-
-
-@pytest.mark.parametrize("flag", ["resume", "force", "progress"])
-def test_numpy_bools_are_flags(tmp_path, flag):
-    kw = {"resume": {"out": tmp_path}, "force": {"out": tmp_path}, "progress": {}}[flag]
-    api_run({"model": "mean", "n": 2000, "reps": 2}, **{**kw, flag: np.bool_(flag != "progress")})
-
-
-def test_a_log_that_cannot_be_called_is_refused():
-    with pytest.raises(ldpsim.ConfigError, match="log = 'no' is not a function"):
-        api_run({"model": "mean", "n": 2000, "reps": 2}, log="no")
-
-
-def test_saving_an_in_memory_result_needs_a_directory():
-    result = api_run({"model": "mean", "n": 2000, "reps": 2})
-    with pytest.raises(ldpsim.ConfigError, match="give a directory to save into"):
-        result.save()
-    with pytest.raises(ldpsim.ConfigError, match="give a directory to draw into"):
-        result.figures()
-
-
-def test_a_two_dimensional_array_of_n_is_one_line():
-    with pytest.raises(ldpsim.ConfigError, match=r"n = \[2000, 3000\] is not an integer"):
-        api_run({"model": "mean", "n": np.array([[2000, 3000]])})

@@ -59,31 +59,6 @@ def test_the_least_obm_constant_named_in_the_refusal_is_accepted():
 
 # --- argparse's refusals in one line -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("argv, message", [
-    (["run", "configs/quantile.yaml", "--lanes", "abc"], r"--lanes: 'abc' is not an integer; allowed: 1 to 64"),
-    (["run", "configs/quantile.yaml", "--lanes", "1.5"], r"--lanes: '1\.5' is not an integer; allowed: 1 to 64"),
-    (["run", "configs/quantile.yaml", "--lanes", "0"], r"lanes = 0 is outside \[1, 64\]; allowed: 1 to 64"),
-    (["fit", "x.csv", "--response", "y", "--epsilon", "abc"], r"--epsilon: 'abc' is not a decimal number"),
-    (["fit", "x.csv", "--response", "y", "--mu", "1", "--epsilon", "1"], r"--epsilon: not allowed with argument --mu"),
-    (["fit", "x.csv", "--response", "y", "--model", "probit"], r"--model: invalid choice: 'probit'"),
-    (["fit", "x.csv", "--response", "y", "--covariates"], r"--covariates: expected at least one argument"),
-    (["fit", "--response", "y", "--covariates", "a", "b", "missing.csv"],
-     r"give the data file .*, before --covariates \(which take every value after them\)"),
-    (["fit", "--response", "y", "--bounds", "a=0:1", "missing.csv"],
-     r"give the data file .*, before --bounds \(which take every value after them\)"),
-    (["frobnicate"], r"argument command: invalid choice: 'frobnicate'"),
-    (["run"], r"the following arguments are required: config"),
-])
-def test_argparse_refusals_are_one_line(argv, message, capsys, monkeypatch, tmp_path):
-    # they printed the whole usage (7 to 15 lines) before the error
-    monkeypatch.chdir(ROOT)
-    with pytest.raises(SystemExit) as info:
-        if main(argv) == 2:
-            raise SystemExit(2)
-    assert info.value.code == 2
-    err = _one_error_line(capsys)
-    assert re.search(message, err), err
-
 
 def test_fit_takes_the_data_file_swallowed_by_bounds(tmp_path, capsys):
     data = tmp_path / "d.csv"
@@ -93,14 +68,6 @@ def test_fit_takes_the_data_file_swallowed_by_bounds(tmp_path, capsys):
     # the budget's refusal comes after the file was found (it would say "give the data file" otherwise)
     assert main(["fit", "--response", "y", "--bounds", "x=0:1", str(data)]) == 2
     assert "give the privacy budget" in _one_error_line(capsys)
-
-
-@pytest.mark.parametrize("lanes", [1.5, "8", True, float("nan"), 0, 65])
-def test_the_apis_refusal_of_lanes_names_the_accepted_values_once(lanes):
-    with pytest.raises(ConfigError) as info:
-        ldpsim.run({"model": "quantile", "n": 1000, "reps": 2}, out=None, lanes=lanes, progress=False)
-    text = str(info.value)
-    assert "\n" not in text and text.count("allowed: 1 to 64, or none (the fastest measured)") == 1, text
 
 
 # --- fit's non-private comparison on data near 1e300 ----------------------------------------------------------
@@ -196,59 +163,6 @@ def test_hulc_has_no_se_ratio_and_the_zoo_methods_are_judged_on_their_own_estima
 
 # --- the hunt: hostile inputs found beyond the issue's list ---------------------------------------------------
 
-@pytest.mark.parametrize("mapping, message", [
-    # epsilon beside mechanism gdp (budget mu) ran at mu's default 1 and printed mu = 1.0 in the table
-    ({"model": "huber_mallows", "dim": 2, "mechanism": "gdp", "epsilon": 0.5},
-     r"^epsilon = 0\.5 is read by no setting of this run \(model = 'huber_mallows', mechanism = 'gdp'; its budget is "
-     r"mu = 1\.0\): remove it"),
-    ({"model": "huber_mallows", "dim": 2, "mechanism": "laplace", "mu": 1},
-     r"^mu = 1 is read by no setting of this run \(model = 'huber_mallows', mechanism = 'laplace'; its budget is "
-     r"epsilon = 1\.0\)"),
-    ({"model": "quantile", "mechanism": "rr", "delta": 1e-5},  # a pure mechanism
-     r"^delta = 1e-05 is read by no setting of this run \(model = 'quantile', mechanism = 'rr'\)"),
-    ({"model": "linear", "tau": 0.9}, r"^tau = 0\.9 is read by no setting of this run \(model = 'linear'"),
-])
-def test_a_key_given_but_read_by_no_setting_is_refused(mapping, message):
-    with pytest.raises(ConfigError, match=message):
-        ldpsim.load_config({**mapping, "n": 1000, "reps": 2, "methods": ["SN"]})
-
-
-@pytest.mark.slow  # runs a grid over several models (42 s of kernels, cold): CI's slow tier
-def test_keys_read_by_some_settings_of_a_grid_and_infinite_budgets_are_accepted():
-    # a grid over models blanks tau for linear: that is what a grid means
-    ldpsim.load_config({"model": ["quantile", "linear"], "tau": 0.9, "n": 1000, "reps": 2, "methods": ["SN"]})
-    # epsilon = inf is how any budget key says "non-private", mu's mechanisms included
-    ldpsim.load_config({"model": "huber_mallows", "dim": 2, "epsilon": float("inf"), "n": 1000, "reps": 2,
-                        "methods": ["SN"]})
-    # the committed configs and examples all load
-    for path in sorted((ROOT / "configs").glob("*.yaml")) + sorted((ROOT / "examples").glob("*.yaml")):
-        if path.name.startswith("trace"):
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConfigWarning)
-            ldpsim.load_config(path)
-
-
-def test_the_zoo_configs_refuse_an_epsilon_their_gdp_mechanism_would_ignore(capsys, monkeypatch):
-    monkeypatch.chdir(ROOT)  # zoo_huber --set epsilon=0.5 ran with the file's mu grid, silently
-    assert main(["check", "configs/zoo_huber.yaml", "--set", "epsilon=0.5"]) == 2
-    assert "epsilon = 0.5 is read by no setting of this run" in _one_error_line(capsys)
-
-
-@pytest.mark.parametrize("text", ["", "# nothing but a comment\n", "\n\n"])
-def test_an_empty_config_file_is_refused_not_run_with_every_default(text, tmp_path):
-    path = tmp_path / "c.yaml"
-    path.write_text(text)
-    with pytest.raises(ConfigError, match=r"^config file '.*c\.yaml' holds no keys \(it is empty or all comments\): "
-                                          r"give at least the model"):
-        ldpsim.load_config(path)
-
-
-def test_a_set_of_values_is_refused_for_its_lost_order():
-    # methods={'BB', 'SN'} read "methods contains {'BB', 'SN'}"; a set's order is the hash order
-    with pytest.raises(ConfigError, match=r"^methods = \{.*\} is a set, which keeps no order: give a list$"):
-        ldpsim.load_config({"model": "quantile", "methods": {"BB", "SN"}})
-
 
 _CLIPPED_MEAN = (ROOT / "examples" / "clipped_mean.py").read_text()
 _STAIRCASE = (ROOT / "examples" / "staircase.py").read_text()
@@ -325,21 +239,6 @@ def test_a_run_from_its_own_copy_of_a_users_file_writes_into_its_own_directory(t
     result = ldpsim.run(tmp_path / "c.yaml", out=tmp_path, progress=False, n_jobs=1)
     assert (tmp_path / "user_files" / "m.py").read_text() == _CLIPPED_MEAN
     assert result.meta["user_files"][0]["copy"] == "user_files/m.py"
-
-
-def test_a_yaml_alias_bomb_is_refused_before_it_is_walked(tmp_path, capsys):
-    # 1 kB of aliases of aliases stands for 10^9 values: check hung (killed after 90 s)
-    lines = ["model: quantile", "a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
-    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
-    (tmp_path / "c.yaml").write_text("\n".join(lines) + "\n")
-    start = time.monotonic()
-    assert main(["check", str(tmp_path / "c.yaml")]) == 2
-    assert time.monotonic() - start < 30  # (not a speed assertion: the walk never ended)
-    assert re.search(r"c\.yaml' expands to more than 100000 values \(YAML aliases", _one_error_line(capsys))
-    from ldpsim.engine.config import parse_assignment
-
-    with pytest.raises(ConfigError, match=r"^--set epsilon=\.\.\. expands to more than"):  # 201 uses of 1000
-        parse_assignment("epsilon=" + "[" + ", ".join(["&b [" + ", ".join(["1"] * 1000) + "]"] + ["*b"] * 200) + "]")
 
 
 def test_fit_stops_on_sigterm_during_a_long_path(tmp_path):

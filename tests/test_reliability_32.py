@@ -280,34 +280,6 @@ def test_the_clt_accountant_calibrates_above_epsilon_100_without_suggesting_itse
 
 # --- trace ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args, message", [
-    (["configs/dpsgd.yaml"], r"^ldpsim: error: study = 'dpsgd' in config file 'configs/dpsgd\.yaml': trace draws the "
-                             r"coverage study's intervals along one path"),  # said "unknown key 'study'" or "reps"
-    (["configs/sagd_rate.yaml"], r"^ldpsim: error: study = 'sagd_rate' in config file"),
-    (["configs/trace_quantile.yaml", "--set", "ob_paths=5"],
-     r"^ldpsim: error: ob_paths = 5 in --set is a key of the method zoo, whose methods trace does not draw"),
-    (["configs/trace_quantile.yaml", "--set", "methods=[BB,HulC]"],
-     r"^ldpsim: error: methods = \['BB', 'HulC'\]: trace draws BB, BBjoint, BM, SN, oracle, AsympCS, AsympCS_oracle "
-     r"along one path; the zoo's methods \(HulC\) run in `ldpsim run`"),
-])
-def test_trace_refuses_other_studies_and_the_zoo_in_one_line(args, message, tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(ROOT)
-    assert main(["trace", *args, "--n", "1e3", "--out", str(tmp_path / "t")]) == 2
-    err = capsys.readouterr().err
-    assert re.search(message, err) and len(err.strip().splitlines()) == 1, err
-    assert not (tmp_path / "t").exists()
-
-
-def test_a_trace_config_may_name_its_study_and_refuses_zoo_keys_in_its_file(tmp_path):
-    from ldpsim.studies.coverage.trace import load_trace
-
-    path = tmp_path / "t.yaml"
-    path.write_text("study: coverage\nmodel: quantile\nn: 1000\nmethods: [BB, SN]\n")
-    assert load_trace(path).methods == ("BB", "SN")
-    path.write_text("model: quantile\nn: 1000\nhulc_delta: 0.1\n")
-    with pytest.raises(ConfigError, match=r"^hulc_delta = 0\.1 in config file .* is a key of the method zoo"):
-        load_trace(path)
-
 
 # --- the zoo's keys ------------------------------------------------------------------------------------------
 

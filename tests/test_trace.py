@@ -20,6 +20,9 @@ from ldpsim.inference.streaming import StreamLayout
 from ldpsim.studies.coverage.trace import (TraceLayout, checkpoint_grid, compute_trace, resolve_trace, run_trace,
                           trace_intervals)
 from ldpsim.recursion.twins import path_twin, state_from_definitions
+from ldpsim.engine.errors import ConfigError
+
+from run_helpers import ROOT
 
 CASES = [
     # tau, epsilon, c, gamma, theta0, beta
@@ -185,3 +188,43 @@ def test_cli_trace_without_matplotlib_says_so_in_one_line(tmp_path, capsys, monk
     err = capsys.readouterr().err.strip()
     assert err == "ldpsim: error: figure1.png needs matplotlib, which is not installed: pip install 'matplotlib>=3.7'"
     assert not (tmp_path / "o").exists()
+
+
+# --- what a trace refuses, and a path that lost its precision -----------------------------------------------
+
+
+@pytest.mark.parametrize("args, message", [
+    (["configs/dpsgd.yaml"], r"^ldpsim: error: study = 'dpsgd' in config file 'configs/dpsgd\.yaml': trace draws the "
+                             r"coverage study's intervals along one path"),  # said "unknown key 'study'" or "reps"
+    (["configs/sagd_rate.yaml"], r"^ldpsim: error: study = 'sagd_rate' in config file"),
+    (["configs/trace_quantile.yaml", "--set", "ob_paths=5"],
+     r"^ldpsim: error: ob_paths = 5 in --set is a key of the method zoo, whose methods trace does not draw"),
+    (["configs/trace_quantile.yaml", "--set", "methods=[BB,HulC]"],
+     r"^ldpsim: error: methods = \['BB', 'HulC'\]: trace draws BB, BBjoint, BM, SN, oracle, AsympCS, AsympCS_oracle "
+     r"along one path; the zoo's methods \(HulC\) run in `ldpsim run`"),
+])
+def test_trace_refuses_other_studies_and_the_zoo_in_one_line(args, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert main(["trace", *args, "--n", "1e3", "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "t").exists()
+
+
+def test_a_trace_config_may_name_its_study_and_refuses_zoo_keys_in_its_file(tmp_path):
+    from ldpsim.studies.coverage.trace import load_trace
+
+    path = tmp_path / "t.yaml"
+    path.write_text("study: coverage\nmodel: quantile\nn: 1000\nmethods: [BB, SN]\n")
+    assert load_trace(path).methods == ("BB", "SN")
+    path.write_text("model: quantile\nn: 1000\nhulc_delta: 0.1\n")
+    with pytest.raises(ConfigError, match=r"^hulc_delta = 0\.1 in config file .* is a key of the method zoo"):
+        load_trace(path)
+
+
+def test_a_trace_whose_numbers_lost_their_precision_has_no_intervals():
+    from ldpsim.studies.coverage.trace import compute_trace, resolve_trace
+
+    config = resolve_trace({"n": 2000, "checkpoints": 8, "seed": 3, "B": 50, "theta0": 1e20})
+    result = compute_trace(config)  # BB, BM, SN were [1e20, 1e20]: length 0, reported as intervals
+    assert np.isnan(result.bounds).all() and (result.trace.theta_bar == 1e20).all()
