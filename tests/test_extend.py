@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -24,10 +25,13 @@ import pytest
 
 import ldpsim
 from ldpsim.api import load_config
+from ldpsim.cli import main
 from ldpsim.engine import usercode
 from ldpsim.engine.errors import ConfigError
 from ldpsim.models import MODELS, build_model, canonical_model, model_class
 from ldpsim.models.truth import Z_CHECK, raw_sums, truth_of
+
+from run_helpers import one_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -729,3 +733,99 @@ def test_the_masked_draws_and_lnot_give_the_twins_numbers_at_every_width(tmp_pat
             np.testing.assert_array_equal(kernel[name], twin[name], err_msg=f"{name} at {lanes} lanes")
     theta = twin["theta_bar"][:, 0]
     assert np.all(np.abs(theta - build_model(s).theta_star()[0]) < 0.5)  # (a sanity bound: 5 short paths)
+
+
+# --- a user's file that breaks the contract is refused in one line ------------------------------------------
+
+
+_CLIPPED_MEAN = (ROOT / "examples" / "clipped_mean.py").read_text()
+
+
+_STAIRCASE = (ROOT / "examples" / "staircase.py").read_text()
+
+
+def _edited(tmp_path, text: str, cls: str, *changes) -> str:
+    """``text`` with each ``(old, new)`` of ``changes`` made (each old present), written out; its spec."""
+    for old, new in changes:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path = tmp_path / f"{cls.lower()}.py"
+    path.write_text(text)
+    return f"{path}:{cls}"
+
+
+def test_a_users_model_drawing_outside_its_generator_is_refused(tmp_path):
+    # np.random.* inside the draw ran, and two runs with one seed gave different tables
+    spec = _edited(tmp_path, _CLIPPED_MEAN, "ClippedMean", ("return min(exponential(gen) / params.rate, params.clip)",
+                                                            "return np.random.exponential() / params.rate"))
+    with pytest.raises(ConfigError, match=r"its draws are not a function of the generator it is given: two runs "
+                                          r"from one seed drew different values \(np\.random\.\*"):
+        ldpsim.load_config({"model": spec, "n": 1000, "reps": 2, "methods": ["SN"]})
+
+
+@pytest.mark.parametrize("change, message", [
+    (("    u = uniform(gen)", "    u = np.random.random()"),
+     r"its noise is not a function of the generator it is given"),
+    (("    return sign * noise.width", "    return 1e308 * 10 * sign * noise.width"),
+     r"its noise drew inf in plain Python \(64 of 64 draws\): a noise must be finite"),
+])
+def test_a_users_mechanism_drawing_outside_its_generator_or_infinities_is_refused(change, message, tmp_path, capsys):
+    # both passed: the audit said "not refuted" (with numpy's RuntimeWarning for the infinities), the run ran
+    spec = _edited(tmp_path, _STAIRCASE, "Staircase", change, ("import math\n", "import math\nimport numpy as np\n"))
+    assert main(["audit", spec, "--draws", "1000"]) == 2
+    assert re.search(message, one_error_line(capsys))
+    # in a run, the same line (it read "model 'mean' cannot be computed in floating point ... ConfigError: ...")
+    with pytest.raises(ConfigError, match=rf"^mechanism = '.*staircase\.py:Staircase': {message}"):
+        ldpsim.load_config({"model": "mean", "mechanism": spec, "n": 1000, "reps": 2, "methods": ["SN"]})
+
+
+def test_a_users_mechanism_refused_by_its_own_checks_is_not_called_a_floating_point_problem(tmp_path):
+    spec = _edited(tmp_path, _STAIRCASE, "Staircase", (
+        "        return self.width ** 2 * (self.p_low * low + (1.0 - self.p_low) * high)", "        return -1.0"))
+    with pytest.raises(ConfigError, match=r"^mechanism = '.*staircase\.py:Staircase': variance = -1\.0 is not a "
+                                          r"finite number >= 0 \(or None\)$"):
+        ldpsim.load_config({"model": "mean", "mechanism": spec, "n": 1000, "reps": 2, "methods": ["SN"]})
+
+
+def test_a_users_integer_default_is_named_when_a_fraction_is_refused(tmp_path):
+    # rate=1 (Python style for a float) made rate an integer key: "rate = 0.5 is not an integer", nothing more
+    spec = _edited(tmp_path, _CLIPPED_MEAN, "ClippedMean", ("def __init__(self, epsilon, rate=1.0, clip=3.0):",
+                                                            "def __init__(self, epsilon, rate=1, clip=3.0):"))
+    with pytest.raises(ConfigError, match=r"^rate = 0\.5 is not an integer \(ClippedMean\.__init__ gives rate the "
+                                          r"integer default 1, which makes it an integer key: write 1\.0 there"):
+        ldpsim.load_config({"model": spec, "rate": 0.5, "n": 1000, "reps": 2, "methods": ["SN"]})
+
+
+def test_a_users_description_of_no_parameter_is_refused_as_its_range_is(tmp_path):
+    # a misspelt key in descriptions was dropped silently (the same typo in ranges was refused)
+    spec = _edited(tmp_path, _CLIPPED_MEAN, "ClippedMean", ('"rate": "rate of the exponential law of X"',
+                                                            '"rat": "rate of the exponential law"'))
+    with pytest.raises(ConfigError, match=r"descriptions names 'rat', which is not a parameter of "
+                                          r"ClippedMean\.__init__ \(rate, clip\)$"):
+        ldpsim.load_config({"model": spec, "n": 1000, "reps": 2, "methods": ["SN"]})
+
+
+@pytest.mark.parametrize("argv, message", [
+    # the example's variance divides by 1 - e^-epsilon: an internal error (ZeroDivisionError) at 1e-300
+    (["--epsilon", "1e-300"], r"Staircase': its variance failed at epsilon = 1e-300: ZeroDivisionError"),
+    (["--seed", "-1"], r"--seed = -1 is outside \[0, inf\)$"),  # was an internal error from SeedSequence
+    (["--delta", "1e-5"], r"takes no delta \(its __init__ has none\), so the audit would test the pure epsilon "
+                          r"claim it declares: drop --delta$"),  # was dropped silently
+    (["--draws", "1e13"], r"--draws = 1e\+13 is more than 1e\+11 per input"),  # ran for days
+])
+def test_hostile_audit_flags_are_refused_in_one_line(argv, message, capsys):
+    draws = [] if "--draws" in argv else ["--draws", "1000"]
+    assert main(["audit", str(ROOT / "examples" / "staircase.py") + ":Staircase", *draws, *argv]) == 2
+    assert re.search(message, one_error_line(capsys))
+
+
+def test_a_run_from_its_own_copy_of_a_users_file_writes_into_its_own_directory(tmp_path):
+    # `model: user_files/m.py` with --out the run's directory: "cannot copy ... PosixPath(...) and PosixPath(...)
+    # are the same file", after the chunks directory was made
+    (tmp_path / "user_files").mkdir()
+    (tmp_path / "user_files" / "m.py").write_text(_CLIPPED_MEAN)
+    (tmp_path / "c.yaml").write_text("model: user_files/m.py:ClippedMean\nepsilon: 1\nn: 200\nreps: 2\n"
+                                     "methods: [SN]\n")
+    result = ldpsim.run(tmp_path / "c.yaml", out=tmp_path, progress=False, n_jobs=1)
+    assert (tmp_path / "user_files" / "m.py").read_text() == _CLIPPED_MEAN
+    assert result.meta["user_files"][0]["copy"] == "user_files/m.py"

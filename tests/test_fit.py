@@ -5,15 +5,19 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import time
 import warnings
 
 import numpy as np
 import pytest
 
 import ldpsim
+from ldpsim.cli import main
 from ldpsim.inference.critical_values import random_scaling_critical_value
 from ldpsim.inference.intervals import normal_quantile
 from ldpsim.studies.dpsgd.fit import fit
+
+from run_helpers import one_error_line
 
 
 def _write(path, text):
@@ -639,3 +643,60 @@ def test_slopes_beyond_the_doubles_are_refused_not_printed(tmp_path):
                    for a, b, c in zip(g.normal(0, 1e200, 2000), g.normal(0, 1e-200, 2000), g.normal(size=2000)))
     with pytest.raises(ldpsim.ConfigError, match=r"^the coefficients on the original scale are beyond the doubles"):
         fit(_write(tmp_path / "o.csv", "y,x1,x2\n" + rows), "linear", "y", epsilon=3.0, seed=1, kappa=1.2)
+
+
+# --- the data file, data near 1e300, and SIGTERM ------------------------------------------------------------
+
+
+def test_fit_takes_the_data_file_swallowed_by_bounds(tmp_path, capsys):
+    data = tmp_path / "d.csv"
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 1, 400)
+    np.savetxt(data, np.column_stack([x + rng.normal(0, 0.1, 400), x]), delimiter=",", header="y,x", comments="")
+    # the budget's refusal comes after the file was found (it would say "give the data file" otherwise)
+    assert main(["fit", "--response", "y", "--bounds", "x=0:1", str(data)]) == 2
+    assert "give the privacy budget" in one_error_line(capsys)
+
+
+def test_fits_full_sample_column_is_finite_and_silent_on_data_near_1e300(tmp_path):
+    # the non-private OLS squared the raw columns: numpy's "overflow encountered in matmul" and [nan, nan]
+    from ldpsim.studies.dpsgd.fit import fit
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=500)
+    y = x + rng.normal(size=500)
+    data = tmp_path / "big.csv"
+    np.savetxt(data, np.column_stack([y * 1e300, x]), delimiter=",", header="y,x", comments="")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = fit(str(data), "linear", "y", epsilon=3.0, seed=1, show_nonprivate=True)
+    lo, hi = result.nonprivate[1][1]
+    est = result.nonprivate[0][1]
+    assert np.isfinite([lo, hi, est]).all() and lo < est < hi
+    # the slope is that of the unscaled OLS, read in units of 1e300
+    X = np.column_stack([np.ones(500), x])
+    slope = np.linalg.lstsq(X, y, rcond=None)[0][1]
+    assert est / 1e300 == pytest.approx(slope, rel=1e-9)
+
+
+def test_fit_stops_on_sigterm_during_a_long_path(tmp_path):
+    # fit ran its path in the main thread: Ctrl-C waited for 1e10 steps (measured: still running 70 s after it)
+    import signal
+    import subprocess
+    import sys
+
+    g = np.random.default_rng(3)
+    x = g.normal(size=3000)
+    rows = "".join(f"{1 + a + e:.4f},{a:.4f}\n" for a, e in zip(x, g.normal(size=3000)))
+    (tmp_path / "d.csv").write_text("y,x1\n" + rows)
+    proc = subprocess.Popen([sys.executable, "-m", "ldpsim", "fit", str(tmp_path / "d.csv"), "--response", "y",
+                             "--epsilon", "3", "--kappa", "3", "--max-steps", "10000000000", "--bounds", "x1=-4:4",
+                             "y=-6:8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # into the path (about 5 minutes of it)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("fit went on for a minute after SIGTERM")
+    assert proc.returncode == 143 and err.strip() == "ldpsim: terminated" and out == "", (proc.returncode, err)

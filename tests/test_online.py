@@ -8,6 +8,7 @@ errors unless they say otherwise.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numba
 import numpy as np
@@ -24,6 +25,8 @@ from ldpsim.models.online import numerical_jacobian
 from ldpsim.privacy.mechanisms import GaussianNoise, LaplaceNoise, NoNoise, add_noise
 from ldpsim.privacy.online import (BudgetLaw, UniformBudgetGaussianNoise, UniformBudgetLaplaceNoise,
                                    online_mechanism, online_noise_record, parse_budget)
+
+from run_helpers import ROOT, checked_cli, no_work, one_line_error_after_warnings, online_model, write
 
 # --- mechanisms ---------------------------------------------------------------------
 
@@ -470,3 +473,60 @@ def test_per_user_budgets_lie_between_the_constant_ones():
             lo, mid, hi = at[(2.0, None)], at[(None, "uniform(1, 2)")], at[(1.0, None)]
             assert mid["distance"] > lo["distance"] - 2 * math.hypot(mid["distance_se"], lo["distance_se"])
             assert mid["distance"] < hi["distance"] + 2 * math.hypot(mid["distance_se"], hi["distance_se"])
+
+
+# --- logistic_clip's limit at any dim -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim,clip", [(20, 1.0), (200, 1.0), (5, 0.1), (1000, 1.0), (5, 1e-6)])
+def test_the_clipped_limit_of_logistic_clip_is_found(dim, clip):
+    model = online_model("logistic_clip", dim=dim, clip=clip, mu="inf")
+    limit = model.limit()
+    # the root of the mean clipped gradient (what solve_root requires of every coordinate)
+    assert np.abs(model.mean_bounded_gradient(limit)).max() < 1e-12
+    assert np.isfinite(limit).all()
+
+
+def test_a_logistic_clip_run_at_dim_20_writes_its_bias_table(tmp_path, capsys):
+    mapping = {"study": "trajectory", "model": "logistic_clip", "dim": 20, "clip": 1, "n": 2000, "reps": 2,
+               "seed": 1, "c": 0.2, "gamma": 0.6}
+    status, _, err = checked_cli(capsys, "run", write(tmp_path, mapping), "--out", tmp_path / "o", "--quiet",
+                         "--n-jobs", "1")
+    assert status == 0 and (tmp_path / "o" / "bias.csv").exists()
+
+
+# --- per-user budgets: contradictions, numbers and extremes -------------------------------------------------
+
+
+def test_a_budget_law_with_mu_inf_is_refused(tmp_path, capsys, monkeypatch):
+    no_work(monkeypatch)
+    status, _, err = checked_cli(capsys, "run", ROOT / "configs" / "shi_budgets.yaml", "--set", "mu=inf", "--set",
+                         "budget=uniform(1, 2)", "--out", tmp_path / "o", "--quiet")
+    one_line_error_after_warnings(status, err, "budget = uniform(1, 2) draws each user's mu, but mu = inf asks for no privacy")
+
+
+def test_a_budget_written_like_a_number_is_one(capsys):
+    warnings.simplefilter("ignore", ldpsim.ConfigWarning)  # (gamma = 0.5; pytest restores the filters)
+    for text in ("1e0", "1.0", "1"):
+        config = ldpsim.load_config(ROOT / "configs" / "shi_budgets.yaml", budget=text)
+        assert {s.mu for s in config.settings} == {1.0} and {s.budget for s in config.settings} == {None}
+    status, _, err = checked_cli(capsys, "check", ROOT / "configs" / "shi_budgets.yaml", "--set", "budget=1e0")
+    assert "not a budget" not in err
+    assert ldpsim.load_config(ROOT / "configs" / "shi_budgets.yaml", budget="inf").settings[0].mechanism is None
+
+
+@pytest.mark.parametrize("value", ["1.0e-310", "1e-200"])
+def test_a_tiny_budget_is_named_as_the_budget(tmp_path, capsys, value):
+    status, _, err = checked_cli(capsys, "run", ROOT / "configs" / "shi_budgets.yaml", "--set", f"budget={value}",
+                         "--out", tmp_path / "o")
+    line = one_line_error_after_warnings(status, err, "budget = ", "is too small", "at least 1e-150")
+    assert "mu =" not in line
+
+
+@pytest.mark.slow  # a per-user-budget trajectory run and its figure (28 s of kernels, cold): CI's slow tier
+def test_drawing_a_run_whose_noise_overflows_prints_no_raw_warning(tmp_path, capsys):
+    # a per-user budget from 1e-300: a noise variance of 1e300 on the figure's log axis (matplotlib warned)
+    status, _, err = checked_cli(capsys, "run", ROOT / "configs" / "shi_budgets.yaml", "--reps", "2", "--n", "2000",
+                         "--set", "budget=[null, {uniform: [1e-300, 1]}]", "--set", "mu=1", "--out", tmp_path / "o",
+                         "--quiet", "--n-jobs", "1")
+    assert status == 0  # and cli() checked that every stderr line is ldpsim's

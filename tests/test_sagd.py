@@ -6,6 +6,7 @@ Statistical checks state their tolerance in Monte Carlo standard errors.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -22,6 +23,8 @@ from ldpsim.studies.sagd.accounting import lap_privacy, lemma1_check, sparse_pri
 from ldpsim.studies.sagd.common import pooled_frequency
 from ldpsim.studies.sagd.kernel import ADAM, DIVERGED, LAP, MIN_G2, PAID, RMSPROP, SPARSE, STEPS, PathParams, \
     draw_data, lap_oracle, replicate_paths, sparse_oracle
+
+from run_helpers import checked_cli, no_work, one_line_error_after_warnings, write
 
 
 def run_params(method, T, **kw):
@@ -398,3 +401,45 @@ def test_concentration_frequencies_stay_below_the_bound_inside_the_theorems():
         assert r["frequency_empirical"] <= r["bound_empirical"] + 3 * r["frequency_empirical_se"], r
     sparse = [p for p in result.tables["privacy"] if p["oracle"] == "sparse"]
     assert all(p["queries"] < p["T"] for p in sparse)
+
+
+# --- extreme settings ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("factor", [1, 1e-9])
+def test_sagd_rate_refuses_paths_of_one_step(tmp_path, capsys, monkeypatch, factor):
+    no_work(monkeypatch)
+    status, _, err = checked_cli(capsys, "run", write(tmp_path, {"study": "sagd_rate", "T_factor": factor}), "--out",
+                         tmp_path / "o", "--quiet")
+    one_line_error_after_warnings(status, err, f"T_factor = {float(factor)!r}", "= 1 step at n = 1000", "needs T >= 2",
+                   "raise T_factor")
+
+
+def test_sagd_rate_by_default_runs_paths_of_many_steps():
+    from ldpsim.studies.sagd.common import build_model
+    from ldpsim.studies.sagd.rate import schedule
+
+    config = ldpsim.load_config({"study": "sagd_rate"})
+    assert min(schedule(s, build_model(s))[1] for s in config.settings) >= 100
+
+
+def test_an_empty_theorem_range_is_called_empty():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ldpsim.load_config({"study": "sagd_concentration", "n": 200, "sigma": 0.5, "T": 20, "mu": [1, 2],
+                            "reps": 2, "nodes": 8, "oracle": "lap"})
+    text = " ".join(str(w.message) for w in caught)
+    assert "Theorem 1's range of T is empty at sigma = 0.5, n = 200, beta = 0.01" in text, text
+    assert "[11.11, 0.3102]" not in text
+
+
+def test_a_generalization_figure_of_many_checkpoints_draws_without_warnings(tmp_path):
+    from ldpsim.studies.sagd.figures import generalization_figure
+
+    epochs = np.arange(0, 100001, 5)  # 20001 checkpoints a method, as epochs = 1e6, checkpoints = 1e5 gives
+    rows = [{"method": m, "epoch": int(e), "train_loss": 0.5 + 1 / (e + 1), "train_loss_se": 0.01,
+             "test_loss": 0.6 + 1 / (e + 1), "test_loss_se": 0.01, "f_star": 0.5} for m in ("sagd_lap", "adam")
+            for e in epochs]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert generalization_figure(tmp_path, {"summary": rows}) == ["generalization.png"]

@@ -21,6 +21,8 @@ from ldpsim.studies.trajectory.kernel import run_trajectory, trajectory_twin
 from ldpsim.studies.trajectory.study import theory_slope
 from ldpsim.studies.trajectory.theory import linearized_mse, mean_field, shi_table1_slope
 
+from run_helpers import ROOT, checked_cli, cli, online_model, one_line_error, write
+
 CASES = [
     ("quantile", dict(tau=0.5, epsilon=1.0)),
     ("quantile", dict(tau=0.9, epsilon=math.inf)),
@@ -310,3 +312,41 @@ def test_loss_metric_bias_and_guarantee_tables(tmp_path):
     assert "Bias at k = n" in text and "mu_i ~ uniform(1, 2)" in text and "| loss " in text
     again = ldpsim.open_result(out)
     assert again.render() == result.render()
+
+
+# --- extreme values -----------------------------------------------------------------------------------------
+
+
+def test_trajectory_fit_decades_that_would_overflow_after_the_work(tmp_path, capsys):
+    (tmp_path / "t.yaml").write_text("study: trajectory\nmodel: mean\nn: 2000\nreps: 2\nfit_decades: 1e300\n")
+    status, _, err = cli(capsys, "run", tmp_path / "t.yaml", "--out", tmp_path / "o", "--quiet")
+    one_line_error(status, err, "fit_decades = 1e+300 is outside (0, 16]")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow  # 36 s (a huber_mallows trajectory kernel compiled for it): CI's slow tier
+def test_the_noise_free_path_from_1e300_gives_up_instead_of_running_for_hours(tmp_path, capsys):
+    # the kernel diverges at once; summarising used to integrate the ODE from 1e300 for more than 10 minutes
+    mapping = {"study": "trajectory", "model": "huber_mallows", "dim": 2, "theta0": 1e300, "n": 2000, "reps": 2,
+               "seed": 1}
+    status, _, err = checked_cli(capsys, "run", write(tmp_path, mapping), "--out", tmp_path / "o", "--quiet",
+                         "--n-jobs", "1")
+    assert status == 0 and "2 replication(s) diverged" in err
+    rows = ldpsim.open_result(tmp_path / "o").rows
+    assert all(r["transient"] in (None, "") for r in rows)  # blank: no noise-free path from there
+    status, _, err = checked_cli(capsys, "table", tmp_path / "o")  # its figure: panels with nothing to show (was an error)
+    assert status == 0
+
+
+def test_the_noise_free_path_gives_up_after_its_budget_of_evaluations(monkeypatch):
+    from ldpsim.studies.trajectory import theory
+    from ldpsim.studies.trajectory.study import setting_checkpoints
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ldpsim.ConfigWarning)
+        config = ldpsim.load_config(ROOT / "configs" / "shi_linear.yaml", dim=5, mu=1, gamma=0.6, n=20000)
+    s = config.settings[0]
+    model = online_model(dim=5, mu=1, gamma=0.6)
+    assert theory.mean_field(model, s, setting_checkpoints(s, config.options)) is not None
+    monkeypatch.setattr(theory, "MEAN_FIELD_CALLS", 10)
+    assert theory.mean_field(model, s, setting_checkpoints(s, config.options)) is None
