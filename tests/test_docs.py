@@ -6,8 +6,10 @@ import re
 
 import pytest
 
+import ldpsim
 from ldpsim import docgen
 from ldpsim.engine.config import Key, Range
+from ldpsim.inference.zoo import ZOO_METHODS, HiGradLayout
 from ldpsim.models import MODELS
 from ldpsim.studies import DEFAULT_STUDY, STUDIES
 from ldpsim.studies.coverage.study import METHODS_KEY
@@ -214,3 +216,22 @@ def test_the_command_lines_help_names_the_papers_by_author_and_year():
     for command in sub.choices.values():
         texts += [command.description or ""] + [a.help or "" for a in command._actions]
     assert not [t for t in texts if _TAG.search(t)]
+
+
+def test_the_state_column_of_docs_zoo_methods_is_the_tables():
+    # docs/zoo_methods.md gave OB's state as 3 B d + B where the table reports 2 B d + B + 2 d
+    from ldpsim.studies.coverage.zoo import state_floats
+
+    text = (ROOT / "docs" / "zoo_methods.md").read_text()
+    formulas = dict(re.findall(r"^\| `(\w+)` \| [^|]* \| ([^|]*) \| [^|]* \|$", text, re.M))
+    assert set(formulas) == set(ZOO_METHODS)
+    for model, dim in (("quantile", 1), ("quantile_regression", 4)):
+        config = ldpsim.load_config({"model": model, "n": 100_000, "methods": list(ZOO_METHODS), "ob_paths": 7})
+        s, options = config.settings[0], config.options
+        layout = HiGradLayout.build(s.n, options["higrad_splits"], options["higrad_threads"],
+                                    options["higrad_step_ratio"])
+        names = {"B": 5, "d": dim, "nodes": layout.nodes, "T": layout.final_threads}
+        for method, formula in formulas.items():
+            names["B"] = 5 if method == "HulC" else options["ob_paths"]
+            expr = re.sub(r"([\w)])\s+(?=[\w(])", r"\1*", formula.split(",")[0].strip()).replace("^", "**")
+            assert eval(expr, {}, dict(names)) == state_floats(method, dim, s, options), (method, formula)

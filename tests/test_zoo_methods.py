@@ -577,3 +577,20 @@ def test_plugin_estimates_the_privatized_gradient_covariance(epsilon):
     sigma = plugin_sigma(smat, draws, model.hessian())
     # the SE of a mean of g^2: sqrt(Var(g^2) / draws) <= sqrt(E g^4 / draws); E g^4 < 6 s^2 for these laws
     assert abs(sigma[0, 0] - model.sigma()[0, 0]) < 4 * math.sqrt(6.0) * s / math.sqrt(draws)
+
+
+def test_the_least_obm_constant_named_in_the_refusal_is_accepted():
+    from ldpsim.inference.zoo.obm import OBM_MAX_M, obm_batch_starts
+
+    n, gamma = 10**8, 0.5
+    with pytest.raises(ConfigError) as info:
+        obm_batch_starts(n, gamma, 1e-300)
+    least = float(str(info.value).rsplit(">= ", 1)[1])
+    starts = obm_batch_starts(n, gamma, least * 1.01)
+    assert starts[0] == 1 and np.all(np.diff(starts) > 0) and starts[-1] <= n and len(starts) <= OBM_MAX_M
+    # a huge exponent (gamma near 1) and the smallest double: no overflow in the refusal's arithmetic
+    for g in (0.95, 0.964, 0.99):
+        try:
+            obm_batch_starts(n, g, 5e-324)
+        except ConfigError as exc:
+            assert "obm_constant" in str(exc)
