@@ -23,7 +23,7 @@ def test_gdp_to_epsilon_delta_published_pairs():
 
 def test_clt_mu_of_the_acceptance_example():
     # sigma = 1, m/n = 0.01, T = 1e4, so c = q sqrt(T) = 1:
-    # swor: sqrt(2) * sqrt(e Phi(1.5) + 3 Phi(-0.5) - 2) = sqrt(2) * sqrt(1.462288) = 1.710 (the issue's number holds
+    # swor: sqrt(2) * sqrt(e Phi(1.5) + 3 Phi(-0.5) - 2) = sqrt(2) * sqrt(1.462288) = 1.710 (the number holds
     # with e^(1/sigma^2); 002's printed e^(-sigma^2) makes the root negative); Poisson: sqrt(e - 1) = 1.311
     assert clt_mu(1.0, 0.01, 10_000, "swor") == pytest.approx(1.7101424755953, rel=1e-12)
     assert clt_mu(1.0, 0.01, 10_000, "poisson") == pytest.approx(math.sqrt(math.e - 1.0), rel=1e-12)

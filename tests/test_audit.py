@@ -98,7 +98,7 @@ def test_jitted_counts_equal_their_twin(kind):
 
 @pytest.mark.parametrize("kind", list(_probes()))
 def test_counts_drawn_in_chunks_are_those_of_one_call(kind, monkeypatch):
-    # issue 29: the draws go in chunks so that Ctrl-C stops an audit of 1e10 draws; the stream goes on between them
+    # the draws go in chunks so that Ctrl-C stops an audit of 1e10 draws; the stream goes on between them
     import ldpsim.privacy.audit as audit
 
     probe = _probes()[kind]
@@ -155,7 +155,7 @@ def test_the_audit_catches_a_mechanism_with_half_its_noise():
 
 
 def test_the_audit_catches_a_release_at_twice_its_claim():
-    # issue 30's teeth: Duchi's mechanism built at epsilon = 2 but claiming 1 is refuted at 1e5 draws; the same
+    # the audit's teeth: Duchi's mechanism built at epsilon = 2 but claiming 1 is refuted at 1e5 draws; the same
     # record claiming 2 is not, and reaches 0.9 of it
     record = Duchi(2.0, [1.0])
     probe = _release_probe(record)

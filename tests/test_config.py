@@ -178,7 +178,7 @@ def test_every_key_can_be_set():
     assert (config.reps, config.seed, config.methods) == (3, 1, ("BB", "SN"))
     mapping.update(parse_assignment(f"{k}={v}") for k, v in linear.items())
     with pytest.raises(ConfigError, match=r"^tau = 0\.4 is read by no setting of this run \(model = 'linear'"):
-        cfg.resolve(mapping)  # issue 29: a key that no setting reads is refused, not dropped
+        cfg.resolve(mapping)  # a key that no setting reads is refused, not dropped
     mapping.pop("tau")
     s = cfg.resolve(mapping).settings[0]
     assert (s.model, s.mechanism, s.delta, s.covariates, s.clip, s.tau) == ("linear", "gaussian", 1e-6, "uniform", 2.0, None)
@@ -239,14 +239,14 @@ def test_bbjoint_alone_gets_blocks_and_the_block_checks():
 
 
 @pytest.mark.parametrize("args,fragments", [
-    # 3. B too small for the bootstrap quantiles
+    # B too small for the bootstrap quantiles
     (["--set", "B=1"], ["B = 1 is outside [50, inf)"]),
     (["--set", "B=2"], ["B = 2 is outside [50, inf)"]),
     (["--set", "B=100", "--set", "level=0.99"], ["B = 100 bootstrap draws are too few for level = 0.99",
                                                   "B >= max(50, 2 / (1 - level)) = 200"]),
-    # 5. found only after the work, before
+    # found only after the work, before
     (["--set", "level=1e-300"], ["level = 1e-300 is outside [0.001, 0.99999]"]),
-    # 8. extreme values that passed validation, then crashed (or took 43.7 TiB)
+    # extreme values that passed validation, then crashed (or took 43.7 TiB)
     (["--n", "1e19"], ["n = 10000000000000000000 is outside [2, 2^53]"]),
     (["--n", "1e30"], ["n = 1e+30 is outside [2, 2^53]"]),
     (["--set", "epsilon=1e-160"], ["model 'quantile' cannot be computed in floating point at epsilon = 1e-160",
@@ -256,7 +256,7 @@ def test_bbjoint_alone_gets_blocks_and_the_block_checks():
     (["--set", "B=1e12"], ["this needs about", "TiB per replication", "B = 1000000000000"]),
     (["--set", "beta=0.001", "--n", "1e12"], ["this needs about", "per replication", "beta = 0.001"]),
     (["--reps", "1e12"], ["for the results", "reps = 1000000000000"]),
-    # 10. keys a setting does not read are still checked; null values are named
+    # keys a setting does not read are still checked; null values are named
     (["--set", "model=linear", "--set", "tau=5"], ["tau = 5.0 is outside (0, 1)"]),
     (["--set", "model=linear", "--set", "clip=-1"], ["clip = -1.0 is outside (0, inf]"]),
     (["--set", "model=mean", "--set", "delta=5"], ["delta = 5.0 is outside (0, 1)"]),
@@ -449,7 +449,7 @@ REFUSED = [
     ("dpsgd", {"n": 1e10, "kappa": 1}, ["this needs about", "the sample of n = 10000000000 points"]),
     ("sagd_rate", {"n": 1e12, "T_factor": 1}, ["this needs about", "n x (d + 1) = 1000000000000 x 6"]),
     ("sagd_concentration", {"n": 1e12, "T": 1}, ["this needs about", "n x (d + 1) = 1000000000000 x 6"]),
-    # the hunt
+    # every other key at its extremes
     ("dpsgd", {"B": 1e12, "methods": ["BB"]}, ["this needs about", "(B = 1000000000000"]),
     ("dpsgd", {"mu": 1e-300}, ["mu = 1e-300 is outside [1e-100, 1e100] or inf"]),
     ("dpsgd", {"mu_var": 1e300}, ["mu_var = 1e+300 is outside [1e-100, 1e100] or inf"]),

@@ -1,4 +1,4 @@
-"""coverage.png of every coverage run (issue 18, part 1): what it draws, where, and when it cannot."""
+"""coverage.png of every coverage run: what it draws, where, and when it cannot."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The data keys issue 30's table needs: the mean model's ``law`` and the regression models' ``dim``.
+"""The data keys the mechanisms' comparison (configs/mechanisms*.yaml) needs: the mean model's ``law`` and the
+regression models' ``dim``.
 
 * ``law: beta(a, b)`` (integers): its spelling, its draw (``G_a / (G_a + G_b)`` from products of
   uniforms) against the Beta law through the kernel (mean, variance, deciles, 4 SE), the oracle's ``S``

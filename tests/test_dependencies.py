@@ -1,4 +1,4 @@
-"""Dependencies that survive an upgrade: no private module of another package is imported (issue 18, part 4)."""
+"""Dependencies that survive an upgrade: no private module of another package is imported."""
 
 from __future__ import annotations
 

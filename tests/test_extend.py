@@ -51,7 +51,7 @@ def variant(tmp_path, name: str, old: str, new: str) -> Path:
     return write(tmp_path, name, MY_QUANTILE.replace(old, new))
 
 
-# --- the example of the issue runs unchanged, with the built-in's numbers ----------------------------------
+# --- the example my_quantile.py runs unchanged, with the built-in's numbers ---------------------------------
 
 def test_the_example_is_the_builtin_quantile_on_common_random_numbers():
     spec = f"{EXAMPLES / 'my_quantile.py'}:MyQuantile"

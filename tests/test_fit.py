@@ -78,7 +78,7 @@ def test_public_bounds_spend_nothing_and_nonprivate_scaling_says_so(tmp_path):
     assert "Scaled by the public bounds given: x1, x2, y" in bounded.render()
     assert 0.99 * 2.0 <= _recomposed(bounded) <= 2.0
     loose = fit(data, "linear", "y", epsilon=2.0, scaling="nonprivate", **QUICK)
-    # what the guarantee does not cover opens the output (issue 32: it came after the table)
+    # what the guarantee does not cover opens the output (it came after the table)
     assert not loose.private and loose.render().startswith("NOT private: the columns were scaled")
     g = np.random.default_rng(1)
     unit = _write(tmp_path / "unit.csv", "y,x1,x2\n" + "".join(
@@ -183,7 +183,7 @@ def test_a_covariate_near_the_largest_float_is_scaled_without_a_warning(tmp_path
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy's overflow warnings would be errors
         result = fit(data, "linear", "y", epsilon=3.0, **QUICK)
-    # issue 32: values beyond 2^500 were clipped by the old grid (slopes off by 1e149 with tight intervals); the
+    # values beyond 2^500 were clipped by the old grid (slopes off by 1e149 with tight intervals); the
     # slope is 0.5 / 1e300, its SE about 4e-301 here (x's SD is a tenth of its level)
     for bounds in result.intervals.values():
         assert bounds[1, 0] < 5e-301 < bounds[1, 1] and bounds[1, 1] - bounds[1, 0] < 5e-300
@@ -249,7 +249,7 @@ def test_the_share_of_clipped_gradients_is_shown_only_with_the_nonprivate_output
 
 
 def test_the_share_clipped_by_public_bounds_is_shown_only_with_the_nonprivate_diagnosis(tmp_path):
-    # issue 29: bounds 45:55 on x1 ~ N(50, 10) clip about 62% of it; the interval is then for the clipped column's
+    # bounds 45:55 on x1 ~ N(50, 10) clip about 62% of it; the interval is then for the clipped column's
     # coefficient, and nothing said how much the bounds had clipped
     data = _data(tmp_path)
     private = fit(data, "linear", "y", epsilon=2.0, bounds=["x1=45:55"], **QUICK)
@@ -261,7 +261,7 @@ def test_the_share_clipped_by_public_bounds_is_shown_only_with_the_nonprivate_di
     assert f"Values outside the public bounds, clipped: x1 {share:.2g}%; NOT private" in " ".join(shown.notes)
 
 
-# --- issue 32: no confident nonsense; refusals decided from public or private quantities only ---------------
+# --- no confident nonsense; refusals decided from public or private quantities only -------------------------
 
 
 def _shifted(tmp_path, n=1000, seed=0, shift=1e9, name="shifted.csv"):
@@ -274,7 +274,7 @@ def _shifted(tmp_path, n=1000, seed=0, shift=1e9, name="shifted.csv"):
 
 
 def test_a_column_far_from_zero_gets_a_slope_near_its_truth(tmp_path):
-    # issue 32: x1 + 1e9 fell into one bin of the old scaling: slope 7.8e-7 with a tight interval, truth 2. One
+    # x1 + 1e9 fell into one bin of the old scaling: slope 7.8e-7 with a tight interval, truth 2. One
     # fixed seed here (the coverage over seeds is the slow test below): both intervals contain 2
     result = fit(_shifted(tmp_path), "linear", "y", epsilon=3.0, seed=1)
     for bounds in result.intervals.values():
@@ -288,7 +288,7 @@ def test_a_column_far_from_zero_gets_a_slope_near_its_truth(tmp_path):
     (300, 0.0, {"share_scaling": 0.3}, {"plug-in": 15, "random scaling": 80}),
 ])
 def test_fit_covers_over_seeds(tmp_path, n, shift, kwargs, least):
-    # issue 32's acceptance: fit repeated over 200 seeds (data and noise), as a simulation would, at epsilon 3, on
+    # fit repeated over 200 seeds (data and noise), as a simulation would, at epsilon 3, on
     # x1 + 1e9 with n = 1000, and on n = 300 with a third of the budget's mu^2 for the scaling (at the default
     # share n = 300 is refused before any statistic of the values is computed). Measured at this commit: on x1 +
     # 1e9, random scaling covers x1 in 0.949 of the 195 fits it releases (5 refused: the path did not settle),
@@ -312,7 +312,7 @@ def test_fit_covers_over_seeds(tmp_path, n, shift, kwargs, least):
 
 
 def test_too_few_rows_for_the_private_scaling_is_refused_from_public_quantities(tmp_path, monkeypatch):
-    # issue 32: n = 300 at epsilon 3 collapsed the old scaling (centre 5.1e148). Decided from n, the budget and the
+    # n = 300 at epsilon 3 collapsed the old scaling (centre 5.1e148). Decided from n, the budget and the
     # number of columns only (the private scaling is not even called); the refusal names the share that would do
     import ldpsim.studies.dpsgd.fit as fitmod
 
@@ -321,7 +321,7 @@ def test_too_few_rows_for_the_private_scaling_is_refused_from_public_quantities(
                                                  r"at this budget: .* noise SD 18\.7 per count.* --share-scaling "
                                                  r"0\.(1[6-9]|2\d) or more"):
         fit(data, "linear", "y", epsilon=3.0, seed=1)
-    # and at delta = 1e-300 with n = 1000 (issue 32: every centre 5.1e148)
+    # and at delta = 1e-300 with n = 1000 (every centre was 5.1e148)
     with pytest.raises(ldpsim.ConfigError, match=r"^n = 1000 rows are too few for the private scaling"):
         fit(_shifted(tmp_path, n=1000, name="n1000.csv"), "linear", "y", epsilon=3.0, delta=1e-300, seed=1)
     calls = []
@@ -349,7 +349,7 @@ def test_n300_with_more_of_the_budget_for_the_scaling_releases_what_settled(tmp_
 
 
 def test_sixty_covariates_are_refused_at_two_thousand_rows(tmp_path):
-    # issue 32: a coefficient 363.6 [363.3, 363.9], truth 1, and with --no-scaling intervals 50 times too narrow
+    # a coefficient 363.6 [363.3, 363.9], truth 1, and with --no-scaling intervals 50 times too narrow
     g = np.random.default_rng(6)
     X = g.normal(size=(2000, 60))
     y = 1 + X.sum(axis=1) + g.normal(size=2000)
@@ -363,7 +363,7 @@ def test_sixty_covariates_are_refused_at_two_thousand_rows(tmp_path):
 
 @pytest.mark.parametrize("bounds", ["x1=200:300", "x1=-300:-200", "x2=100:200"])
 def test_bounds_that_clip_every_value_are_refused(tmp_path, bounds):
-    # issue 32: the clipped column is constant, yet a slope was printed (another with another seed). Its variance
+    # the clipped column is constant, yet a slope was printed (another with another seed). Its variance
     # read off the private A~ is within 2.58 noise SDs of 0 (a constant column passes that with probability 0.5%)
     data = _data(tmp_path)
     name = bounds.split("=")[0]
@@ -428,7 +428,7 @@ def test_a_column_named_with_an_equals_sign_takes_bounds_and_the_logistic_respon
 
 
 def test_the_scaling_share_is_checked_only_when_it_is_spent(tmp_path):
-    # issue 32: --share-scaling 0.9 with --no-scaling was refused though that share is never spent
+    # --share-scaling 0.9 with --no-scaling was refused though that share is never spent
     g = np.random.default_rng(1)
     unit = _write(tmp_path / "unit.csv", "y,x1,x2\n" + "".join(
         f"{1 + a - b + g.normal()},{a},{b}\n" for a, b in zip(g.normal(size=2000), g.normal(size=2000))))
@@ -470,7 +470,7 @@ def _recomposed_poisson(result):
 
 
 def test_poisson_batches_state_the_replace_one_guarantee_that_makes_n_public(tmp_path):
-    # issue 32: fit --sampling poisson stated an add/remove guarantee but printed n and T = n^kappa, which differ
+    # fit --sampling poisson stated an add/remove guarantee but printed n and T = n^kappa, which differ
     # between add/remove neighbours. Now replace-one (n public), by dp-accounting's PLD with REPLACE_ONE,
     # recomposed here from the noise drawn: at most the target and within 1% of it
     result = fit(_data(tmp_path), "linear", "y", epsilon=3.0, delta=1e-6, sampling="poisson", **QUICK)
@@ -493,7 +493,7 @@ def test_the_poisson_accountant_reproduces_a_known_replace_one_figure():
 
 
 def test_the_default_seed_is_fresh_and_printed_only_on_request(tmp_path):
-    # issue 32: a fixed seed makes the guarantee hold only while it is secret; the default draws fresh entropy,
+    # a fixed seed makes the guarantee hold only while it is secret; the default draws fresh entropy,
     # and the seed drawn is shown only when asked (to reproduce the run at the owner's terminal)
     data = _data(tmp_path)
     first = fit(data, "linear", "y", epsilon=3.0, kappa=1.2)
@@ -535,7 +535,7 @@ def _cli(capsys, *argv):
 
 
 def test_a_data_path_after_covariates_is_the_data_not_a_covariate(tmp_path, capsys):
-    # issue 32: "fit --response y --covariates x1 x2 data.csv" took data.csv as a covariate (argparse's nargs="+")
+    # "fit --response y --covariates x1 x2 data.csv" took data.csv as a covariate (argparse's nargs="+")
     data = _data(tmp_path)
     status, out, err = _cli(capsys, "--response", "y", "--epsilon", 3, "--kappa", 1.2, "--covariates", "x1", data)
     assert status == 0, err
@@ -594,7 +594,7 @@ def test_fit_help_says_a_fixed_seed_must_stay_secret(capsys):
     assert "--show-values" in text and "so that a log of errors carries no data" in text
 
 
-# --- hostile inputs found by trying fit as a careful and as a hostile user (issue 32's own hunt) -------------
+# --- hostile inputs found by trying fit as a careful and as a hostile user ----------------------------------
 
 
 def _column_file(tmp_path, name, x, slope, seed=0):

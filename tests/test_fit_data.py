@@ -154,7 +154,7 @@ NOISE_SD = sc.histogram_noise_sd(3, 0.2274)
 
 @pytest.mark.parametrize("make", [
     lambda g: g.normal(0, 1, 2000),
-    lambda g: g.normal(0, 1, 2000) + 1e9,            # issue 32: x1 + 1e9 fell into one histogram bin
+    lambda g: g.normal(0, 1, 2000) + 1e9,            # x1 + 1e9 fell into one histogram bin
     lambda g: g.normal(1.7e9, 3e7, 2000),            # timestamps
     lambda g: np.exp(g.normal(10, 1, 2000)),         # incomes
     lambda g: g.exponential(3, 2000),

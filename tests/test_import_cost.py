@@ -1,4 +1,4 @@
-"""``import ldpsim`` stays cheap (issue 41, item 7): what only some runs need is imported where they need it.
+"""``import ldpsim`` stays cheap: what only some runs need is imported where they need it.
 
 No timings here (the machine's load decides them): the test checks what a
 plain ``import ldpsim`` leaves in ``sys.modules``, in a fresh interpreter.

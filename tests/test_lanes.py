@@ -1,4 +1,4 @@
-"""Lanes (issue 19): replications side by side in one kernel call give each replication's own numbers, bit for bit.
+"""Lanes: replications side by side in one kernel call give each replication's own numbers, bit for bit.
 
 Every lanes kernel is compared, lane by lane, with its plain-Python twin (the
 numbers, the streamed state and where the generator is left), at widths that

@@ -1,4 +1,4 @@
-"""The LDP mechanisms of bounded gradients (ldpsim/privacy/ldp.py, issue 30): laws, constants, kernels, references.
+"""The LDP mechanisms of bounded gradients (ldpsim/privacy/ldp.py): laws, constants, kernels, references.
 
 * each release is unbiased with the stated conditional covariance (Monte
   Carlo through the kernel, 4 SE), and the stated variances are those of the
@@ -404,7 +404,7 @@ def test_linf_tie_rules_privacy_exactly(d, epsilon):
 
 def test_linf_ties_on_one_side_only_are_biased_at_even_d():
     # The split "<z, v> > 0 for T = 1, <= 0 for T = 0" with C_2 = 3 gives E[Z | v] = 4.16395 v at d = 2, eps = 1
-    # (issue 30's text; helper-computed C_d (3 e^eps - 1) / (3 (e^eps - 1)), and a local re-implementation
+    # (the reference value; helper-computed C_d (3 e^eps - 1) / (3 (e^eps - 1)), and a local re-implementation
     # measured 4.12-4.17: tests/data/mechanism_references.json, duchi_linf_d2). Ties in both halves with C_2 = 3
     # are unbiased (but not eps-LDP, above); the fold is unbiased with C_2 = 2. At odd d the rules coincide.
     eps = 1.0

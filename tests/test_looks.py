@@ -1,4 +1,4 @@
-"""Looks (issue 31): every method at log-spaced looks, time-uniform coverage, asymptotic confidence sequences."""
+"""Looks: every method at log-spaced looks, time-uniform coverage, asymptotic confidence sequences."""
 
 from __future__ import annotations
 

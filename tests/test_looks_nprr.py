@@ -1,4 +1,4 @@
-"""NPRR's confidence sequences and intervals as methods of a run with looks (issue 31).
+"""NPRR's confidence sequences and intervals as methods of a run with looks.
 
 The kernel streams each step's NPRR release (the mean model's own, the one its SGD step reads) into
 the states of ldpsim.inference.nprr_cs; the twin stores the releases and applies the plain-numpy

@@ -1,4 +1,4 @@
-"""The zoo's methods with looks (issue 31): at a look t, each gives the interval of a run of n = t on the same draws."""
+"""The zoo's methods with looks: at a look t, each gives the interval of a run of n = t on the same draws."""
 
 from __future__ import annotations
 

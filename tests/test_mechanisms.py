@@ -230,7 +230,7 @@ def test_names_and_guarantees():
     assert (RandomizedResponse.name, Laplace.name, Gaussian.name) == MECHANISMS[:3]
     from ldpsim.privacy.ldp import CLASSES, LDP_MECHANISMS
 
-    assert MECHANISMS[3:] == LDP_MECHANISMS == tuple(CLASSES)  # issue 30's, after the additive ones
+    assert MECHANISMS[3:] == LDP_MECHANISMS == tuple(CLASSES)  # the LDP releases, after the additive ones
     # class-level names are not dataclass fields: positional construction as specified
     for cls in (RandomizedResponse, Laplace, Gaussian):
         assert "name" not in {f.name for f in dataclasses.fields(cls)}

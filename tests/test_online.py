@@ -409,7 +409,7 @@ def test_budget_keys_are_normalised():
     s = one(mechanism="laplace", epsilon=3)[0]
     assert (s.mechanism, s.mu, s.epsilon) == ("laplace", None, 3.0)
     with pytest.raises(ldpsim.ConfigError, match=r"^mu = 2 is read by no setting of this run"):
-        one(mechanism="laplace", epsilon=3, mu=2)  # issue 29: laplace's budget is epsilon; mu is not dropped silently
+        one(mechanism="laplace", epsilon=3, mu=2)  # laplace's budget is epsilon; mu is not dropped silently
     # non-private, whichever budget key says so, is one setting: mechanism blank, mu = inf
     assert [(s.mechanism, s.mu, s.epsilon) for s in one(mechanism=["gdp", "laplace"], mu=math.inf,
                                                       epsilon=math.inf)] == [(None, math.inf, None)]

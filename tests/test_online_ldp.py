@@ -1,4 +1,4 @@
-"""Issue 30's LDP releases in 004's clipped models (huber_clip, logistic_clip): kernels, laws, config.
+"""The LDP releases of bounded gradients in 004's clipped models (huber_clip, logistic_clip): kernels, laws, config.
 
 The clipped gradient ``g`` (``||g||_2 <= clip``) is released whole: ``t = g / clip``
 in ``[-1, 1]^p``, an unbiased release of ``t`` (ldpsim/privacy/ldp.py), times

@@ -87,7 +87,7 @@ UNKNOWN = st.sampled_from(["tua", "Tau", "foo", "n ", "", "methods2"])
 
 
 #: For ``check``: condition (14) is searched up to b0 = 1e6 in Python, a second for a tiny step size, so
-#: its c and gamma come from here (wild ones go through ``run``; test_reliability checks c = 1e300).
+#: its c and gamma come from here (wild ones go through ``run``; test_checks.py checks c = 1e300).
 TAME = {"c": [1, 0.5, 2, 1e300, 0, -1, "x", None, [1, 2], float("inf")],
         "gamma": [0.51, 0.75, 1.0, 0.4, 0, 1.5, "x", None, [0.6, 0.7], float("nan")]}
 
@@ -228,9 +228,10 @@ def test_check_accepts_or_refuses_in_one_line(mapping):
     check_outcome(status, err, allowed=(0, 1, 2))
 
 
-#: Issue 18's keys and values (run, then table): each combination is refused in one line before any work (runs
-#: of years, paths of one step, budgets that contradict or overflow) or runs tiny and redraws its tables.
-ISSUE_18 = {
+#: The dpsgd and sagd studies' and the online models' size and budget keys and values (run, then table): each
+#: combination is refused in one line before any work (runs of years, paths of one step, budgets that contradict
+#: or overflow) or runs tiny and redraws its tables.
+SIZE_AND_BUDGET = {
     # (n, kappa) together: n = 200000 at kappa 2 is an hour, accepted; at 3 (8e15 steps) years, refused
     "dpsgd": ({"study": "dpsgd", "n": 100, "kappa": 1.2, "reps": 2, "B": 50, "methods": ["plugin", "BM"]},
               {"size": [(100, 3), (200000, 3), (200000, 2.999), (100, 1.2)], "batch_size": [1, 2]}),
@@ -249,8 +250,8 @@ ISSUE_18 = {
 
 
 @st.composite
-def issue_18_mappings(draw, study):
-    base, choices = ISSUE_18[study]
+def size_and_budget_mappings(draw, study):
+    base, choices = SIZE_AND_BUDGET[study]
     mapping = dict(base)
     for key in draw(st.lists(st.sampled_from(sorted(choices)), min_size=1, max_size=len(choices), unique=True)):
         value = draw(st.sampled_from(choices[key]))
@@ -263,10 +264,10 @@ def issue_18_mappings(draw, study):
 
 # online: 39 s cold of 004's kernels at every key, which the slow tier's every-model checks compile: slow
 @pytest.mark.parametrize("study", [pytest.param(s, marks=pytest.mark.slow) if s == "online" else s
-                                   for s in sorted(ISSUE_18)])
-def test_issue_18_keys_run_or_refuse_in_one_line_and_read_back(study):
+                                   for s in sorted(SIZE_AND_BUDGET)])
+def test_size_and_budget_keys_run_or_refuse_in_one_line_and_read_back(study):
     @settings(max_examples=6, **COMMON)
-    @given(issue_18_mappings(study))
+    @given(size_and_budget_mappings(study))
     def check(mapping):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "o"

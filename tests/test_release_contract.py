@@ -1,4 +1,4 @@
-"""A user's release mechanism through ldpsim.extend (issue 30): the contract the built-in LDP mechanisms use."""
+"""A user's release mechanism through ldpsim.extend: the contract the built-in LDP mechanisms use."""
 
 from __future__ import annotations
 

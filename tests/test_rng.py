@@ -218,7 +218,7 @@ def test_every_layer_of_the_ziggurats_draws_as_numpy(kind, method):
 
 
 def test_without_numba_the_kernels_run_as_python_and_draw_the_same_numbers():
-    # NUMBA_DISABLE_JIT=1 is how users debug numba code: every command imported and failed (issue 18); now the
+    # NUMBA_DISABLE_JIT=1 is how users debug numba code: every command imported and failed; now the
     # kernels run as plain Python, draw from numpy's Generator itself, and give the same summary
     import json
     import os

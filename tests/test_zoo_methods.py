@@ -1,4 +1,4 @@
-"""The method zoo's statistics (issue 20): jitted updates = twins, and the known answers.
+"""The method zoo's statistics: jitted updates = twins, and the known answers.
 
 * HulC covers at ``1 - 2^(1-B)`` for median-unbiased averages (0.9375 at level 0.9) and exactly at the level
   when B is randomized (Kuchibhotla, Balakrishnan & Wasserman 2024; github.com/Arun-Kuchibhotla/HulC);
@@ -75,7 +75,7 @@ def _solve_for_b(alpha, delta):
 @pytest.mark.parametrize("level,delta,want", [(0.9, 0.0, 5), (0.95, 0.0, 6), (0.99, 0.0, 8), (0.8, 0.0, 4),
                                               (0.9, 0.1, 5), (0.95, 0.2, 9)])
 def test_hulc_splits_known_values(level, delta, want):
-    # ceil(log2(2 / alpha)) for delta = 0 (the issue's B); Q(B; delta) <= alpha < Q(B - 1; delta) otherwise
+    # ceil(log2(2 / alpha)) for delta = 0 (no median bias); Q(B; delta) <= alpha < Q(B - 1; delta) otherwise
     assert hulc_splits(level, delta) == want
     assert hulc_miscoverage(want, delta) <= 1 - level < hulc_miscoverage(want - 1, delta)
 

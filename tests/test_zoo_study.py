@@ -1,4 +1,4 @@
-"""The method zoo in the coverage study (issue 20): kernel = twin, the same streams, known answers, the table."""
+"""The method zoo in the coverage study: kernel = twin, the same streams, known answers, the table."""
 
 from __future__ import annotations
 
@@ -281,17 +281,17 @@ def test_an_impossible_higrad_tree_blames_the_key_that_made_it(mapping, message)
 
 
 @pytest.mark.parametrize("mapping, message", [
-    # 2. "HiGrad needs at least 2 final threads for its t interval", naming no key
+    # "HiGrad needs at least 2 final threads for its t interval", naming no key
     ({"methods": ["HiGrad"], "higrad_threads": 1, "higrad_splits": 3},
      r"^a HiGrad tree of higrad_splits = 3 into higrad_threads = \[1, 1, 1\] has 1 final thread: its t interval needs "
      r"at least 2; raise higrad_threads$"),
-    # 3. gamma or obm_constant put OBM's second batch beyond n, and the message blamed n alone
+    # gamma or obm_constant put OBM's second batch beyond n, and the message blamed n alone
     ({"methods": ["OBM"], "gamma": 0.99}, r"^n = 100000 is too small for OBM with gamma = 0\.99 and obm_constant = 1: "
                                           r"one batch only .* the second at 1\.61e\+60\); raise n, or lower gamma"),
     ({"methods": ["OBM"], "obm_constant": 1e300}, r"obm_constant = 1e\+300: one batch only"),
-    # 4. gamma = 0.9999 with OBM: m^(2 / (1 - gamma)) overflowed, an internal error (OverflowError)
+    # gamma = 0.9999 with OBM: m^(2 / (1 - gamma)) overflowed, an internal error (OverflowError)
     ({"methods": ["OBM"], "gamma": 0.9999}, r"^n = 100000 is too small for OBM .* the second at 10\^6021\)"),
-    # 5. OB_split's answers at epsilon / (B + 1) = 1e-155: their model's variance is inf, and every replication
+    # OB_split's answers at epsilon / (B + 1) = 1e-155: their model's variance is inf, and every replication
     # of OB_split failed without a word
     ({"methods": ["OB_split"], "epsilon": 1e-150, "ob_paths": 100_000},
      r"^OB_split's answers, each at 1 / \(ob_paths \+ 1\) = 1 / 100001 of the budget: model 'quantile' cannot be "
@@ -303,7 +303,7 @@ def test_zoo_keys_are_refused_naming_the_key_that_makes_them_impossible(mapping,
 
 
 def test_a_zoo_key_whose_methods_do_not_run_is_named():
-    # 6. ob_paths, hulc_delta, ... given without their methods changed nothing, silently
+    # ob_paths, hulc_delta, ... given without their methods changed nothing, silently
     with pytest.warns(ldpsim.ConfigWarning, match=r"^hulc_delta = 0\.1 \(read by HulC\), ob_paths = 5 \(read by OB, "
                                                    r"OB_split\) change nothing: methods lists no method that reads "
                                                    r"them$"):
@@ -317,7 +317,7 @@ def test_a_zoo_key_whose_methods_do_not_run_is_named():
 
 
 def test_the_zoo_state_is_in_the_memory_check(monkeypatch):
-    # 10. OB's state (2 B d floats a lane) was not in the memory check: huber_mallows at dim = 1000 with
+    # OB's state (2 B d floats a lane) was not in the memory check: huber_mallows at dim = 1000 with
     # ob_paths = 100000 (12 GiB a replication at 8 lanes) was accepted on this 23.5 GiB machine. Here on a machine
     # of 4 MiB, with the quantile's d = 1: 2 B + B + 2 = 300002 floats a lane
     from ldpsim.engine import resources
@@ -370,7 +370,7 @@ def test_every_place_states_the_online_bootstraps_privacy_from_one_function(mapp
 
 
 def test_a_per_user_budget_has_the_zoo_tables_privacy_factor_of_its_own_budget():
-    # (a regression of user_privacy, caught in the hunt: a budget drawn per user has no mu; HulC's factor is 1)
+    # (a regression of user_privacy: a budget drawn per user has no mu; HulC's factor is 1)
     from ldpsim.studies.coverage.zoo import privacy_factor
 
     config = ldpsim.load_config({"model": "huber_mallows", "dim": 2, "mechanism": "gdp", "budget": {"uniform": [1, 2]},
@@ -408,7 +408,7 @@ def test_hulc_has_no_se_ratio_and_the_zoo_methods_are_judged_on_their_own_estima
 
 
 def test_every_studies_file_a_zoo_chunk_runs_is_a_compute_source():
-    # 1. studies/coverage/zoo.py computes the zoo's intervals in every chunk but was not a compute source: after an
+    # studies/coverage/zoo.py computes the zoo's intervals in every chunk but was not a compute source: after an
     # edit to it, --resume reused chunks that the new code would not have written
     import sys
 

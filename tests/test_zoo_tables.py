@@ -101,8 +101,8 @@ def test_the_oracles_length_has_no_standard_error(tmp_path):
 
 
 def test_one_replication_has_no_standard_error_and_a_method_that_always_failed_no_number(tmp_path):
-    # 7. with reps = 1 the zoo table gave every SE as 0 (the SD of one value), where summary.csv says NaN
-    # 8. a method that failed in every replication was rendered " +- " in zoo.md
+    # with reps = 1 the zoo table gave every SE as 0 (the SD of one value), where summary.csv says NaN
+    # a method that failed in every replication was rendered " +- " in zoo.md
     from ldpsim.studies.coverage.zoo_tables import render_zoo_markdown
 
     result = ldpsim.run({"model": "quantile", "n": 2000, "reps": 1, "seed": 1, "B": 60,
@@ -153,7 +153,7 @@ def test_table_blames_a_damaged_zoo_csv_not_summary_csv(tmp_path, capsys, damage
      r"summary\.csv BB, BM, HiGrad, HulC, OB"),
 ])
 def test_table_refuses_a_zoo_csv_of_another_run(tmp_path, capsys, change, message):
-    # 9. a zoo.csv with other key columns or methods than summary.csv was drawn without a word (its four epsilons
+    # a zoo.csv with other key columns or methods than summary.csv was drawn without a word (its four epsilons
     # in one table, or methods missing)
     out = _copy("zoo_quantile", tmp_path)
     lines = (out / "zoo.csv").read_text().splitlines()

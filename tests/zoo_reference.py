@@ -1,4 +1,4 @@
-"""Plain-numpy drivers of the zoo's methods (issue 20), and independent references for their known answers.
+"""Plain-numpy drivers of the zoo's methods, and independent references for their known answers.
 
 The drivers run whole paths with the per-step twins of
 :mod:`ldpsim.inference.zoo.twins`, in the order a path kernel will call the
