@@ -222,11 +222,11 @@ def test_budget_key_and_guarantees():
      "user) has no per-user form; allowed with duchi: a constant epsilon (budget a number, or none); per-user budgets "
      "run with gdp, laplace, gaussian_classical"),
     ({"model": "huber_mallows", "mechanism": "duchi_l2"},
-     "mechanism = 'duchi_l2' is not available for model 'huber_mallows': of 004's models the releases of a clipped "
-     f"gradient ({', '.join(ldp.LDP_MECHANISMS)}) run with huber_clip, logistic_clip; allowed for huber_mallows: "
-     "gdp, laplace, gaussian, gaussian_classical"),
+     "mechanism = 'duchi_l2' is not available for model 'huber_mallows': of Shi et al.'s models the releases of a "
+     f"clipped gradient ({', '.join(ldp.LDP_MECHANISMS)}) run with huber_clip, logistic_clip; allowed for "
+     "huber_mallows: gdp, laplace, gaussian, gaussian_classical"),
     ({"model": "logistic_mallows", "mechanism": "piecewise"},
-     "mechanism = 'piecewise' is not available for model 'logistic_mallows': of 004's models the releases"),
+     "mechanism = 'piecewise' is not available for model 'logistic_mallows': of Shi et al.'s models the releases"),
 ])
 def test_refusals_are_one_line(mapping, message):
     with pytest.raises(ConfigError) as info:

@@ -40,7 +40,7 @@ def observe(params, gen):
     Returns the number the gradient reads of them (the observation itself, or
     the draw of the response's error); a vector model writes its covariates
     into ``params.x``. Splitting the draw of the data from the gradient lets
-    paths other than the main one (issue 20: HulC's segments, HiGrad's
+    paths other than the main one (HulC's segments, HiGrad's
     threads, the online bootstrap's perturbed paths) privatize the same
     observation at their own iterates (:func:`gradient_at`).
     """
@@ -191,7 +191,7 @@ class Model(ABC):
     Subclasses set the class attributes below, implement the abstract
     members and ``from_setting``. The asymptotic covariance follows from the
     Hessian ``G`` of the risk and the covariance ``S = S_SGD + S_LDP`` of the
-    privatized gradient at the truth (000, Theorem 3.1):
+    privatized gradient at the truth (Dette & Graw 2024, Theorem 3.1):
     ``Sigma = G^-1 S G^-1``.
     """
 
@@ -214,7 +214,7 @@ class Model(ABC):
     #: other value enters its seed (:func:`ldpsim.recursion.keys.path_seed_key`).
     late_path_keys: dict = {}
     #: Defaults of model keys whose config default is blank because models that read them differ (``dim``:
-    #: 5 for 004's models, 3 for the regression models), filled in by :meth:`fill_key_defaults`.
+    #: 5 for Shi et al.'s models, 3 for the regression models), filled in by :meth:`fill_key_defaults`.
     key_defaults: dict = {}
     #: The privacy mechanism (``None`` when epsilon is infinite).
     mechanism = None
@@ -277,7 +277,7 @@ class Model(ABC):
         """Asymptotic covariance of ``sqrt(n) (theta_bar - theta_star)``, ``(dim, dim)``.
 
         ``G^-1 S G^-1 / s`` for mini-batches of ``s`` observations each
-        privatized on its own (000, Remark 2.1), ``n`` counting steps.
+        privatized on its own (Dette & Graw 2024, Remark 2.1), ``n`` counting steps.
         """
         g_inv = np.linalg.inv(self.hessian())
         sigma = g_inv @ self.gradient_covariance() @ g_inv.T / batch_size

@@ -263,7 +263,7 @@ class OnlineModel(Model):
 def ldp_refusal(mechanism: str, model: str) -> str:
     """Why ``model`` (Mallows-weighted) refuses a release of :mod:`ldpsim.privacy.ldp`, and which models take it."""
     takers = ", ".join(sorted(cls.name for cls in Clipped.__subclasses__()))
-    return (f"mechanism = {mechanism!r} is not available for model {model!r}: of 004's models the releases of a "
+    return (f"mechanism = {mechanism!r} is not available for model {model!r}: of Shi et al.'s models the releases of a "
             f"clipped gradient ({', '.join(LDP_MECHANISMS)}) run with {takers}; allowed for {model}: "
             f"{', '.join(ONLINE_MECHANISMS)}")
 

@@ -42,7 +42,7 @@ def sensitivity(bounds, norm) -> float:
     """Sensitivity of a gradient known to lie in a box, in the l1 or l2 norm.
 
     With ``|g_j(x)| <= bounds[j]`` for every ``x``, the largest difference
-    ``sup_{x, x'} ||g(x) - g(x')||`` (000, Example 2.1) is reached at
+    ``sup_{x, x'} ||g(x) - g(x')||`` (Dette & Graw 2024, Example 2.1) is reached at
     opposite corners of the box: ``2 sum_j bounds[j]`` in l1 and
     ``2 sqrt(sum_j bounds[j]^2)`` in l2. This is an upper bound for a
     gradient that does not fill the box, hence still a valid calibration.

@@ -98,7 +98,7 @@ class CoverageStudy(Study):
     """Coverage and length of BB, BBjoint, BM, SN and oracle intervals (000)."""
 
     name = "coverage"
-    title = "coverage and length of confidence intervals for theta* (000, Tables 1-2)"
+    title = "coverage and length of confidence intervals for theta* (Dette & Graw 2024, Tables 1-2)"
     keys = PATH_KEYS + INFERENCE_KEYS + (N_KEY, METHODS_KEY) + ZOO_KEYS + LOOK_KEYS
     tables = ("summary", "zoo", "looks", "uniform")
     warning_kinds = {

@@ -87,7 +87,7 @@ def check_trace_keys(mapping: dict, where: str, context: dict | None = None) -> 
     study = mapping.get("study", "coverage")
     if study != "coverage":
         raise cfg.ConfigError(f"study = {cfg.show(study)} in {where}: trace draws the coverage study's intervals along "
-                              "one path (000's Figure 1); run this config with `ldpsim run`")
+                              "one path (Dette & Graw's Figure 1); run this config with `ldpsim run`")
     zoo = [k for k in mapping if k in ZOO_KEY_NAMES]
     if zoo:
         raise cfg.ConfigError(f"{zoo[0]} = {cfg.show(mapping[zoo[0]])} in {where} is a key of the method zoo, whose "

@@ -195,7 +195,7 @@ def budget_problem(s, methods=None) -> str | None:
     extra = extra_mu(s, methods)
     if extra and extra >= budget_mu(s):
         return (f"mu_var = {show(s.mu_var)} takes the whole budget of the release ({what}, mu = {budget_mu(s):.4g}) "
-                "and leaves the path none: lower mu_var, or set budget_of = path (002's convention)")
+                "and leaves the path none: lower mu_var, or set budget_of = path (Xia et al.'s convention)")
     if s.epsilon is None and s.accountant in ("clt", "gdp"):
         return None
     if target > EPSILON_ACCOUNTED_MAX and s.accountant in ("pld", "rdp"):  # (clt and gdp are closed forms)

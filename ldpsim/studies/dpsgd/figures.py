@@ -104,7 +104,7 @@ def _mse_iterations(Figure, out, accuracy, title):
         if named.get("sampling") == "cyclic" and named.get("mu", math.inf) == math.inf:
             # 002 draws cyclic SGD as one pass (T = n), a horizontal line
             ax.axhline(m[0], color=line.get_color(), linestyle="--", linewidth=1.0,
-                       label=f"cyclic, one pass (T = {int(t[0]):,}), as 002 draws it")
+                       label=f"cyclic, one pass (T = {int(t[0]):,}), as Xia et al. draw it")
     oracle = [r for r in rows if r["estimator"] == "oracle"]
     if oracle:
         m, se = float(np.mean([r["mse"] for r in oracle])), float(np.mean([r["mse_se"] for r in oracle]))

@@ -264,7 +264,8 @@ def _check_options(model, epsilon, mu, delta, accountant, sampling, share_moment
     if not (isinstance(gamma, (int, float)) and 0.5 < gamma < 1.0):
         # gamma = 1 passed this check once, and its intervals covered 0 of 40 seeds (eta_t = c / t forgets the
         # start only like t^-(c lambda))
-        raise ConfigError(f"gamma = {show(gamma)} is outside (0.5, 1): the average needs 1/2 < gamma < 1 (002)")
+        raise ConfigError(f"gamma = {show(gamma)} is outside (0.5, 1): the average needs 1/2 < gamma < 1 "
+                          "(Xia et al. 2025)")
     if not (isinstance(level, (int, float)) and LEVEL_RANGE[0] <= level <= LEVEL_RANGE[1]):
         raise ConfigError(f"level = {show(level)} is outside [{LEVEL_RANGE[0]:g}, {LEVEL_RANGE[1]:g}] (the "
                           "random-scaling critical values)")
@@ -722,8 +723,8 @@ def _guarantee_lines(accountant, sampling, total, delta, target, steps, m, n, si
         split += f", the scaling alone {gdp_epsilon(mu_scaling, delta):.4g}"
     lines.append(split + " (composition is not a sum).")
     if accountant != "clt" and math.isfinite(clt_total):
-        lines.append(f"For comparison, the CLT of Bu et al. (002's calibration, an approximation, not a bound) puts "
-                     f"the same release at epsilon = {clt_total:.4g}.")
+        lines.append(f"For comparison, the CLT of Bu et al. (Xia et al.'s calibration, an approximation, not a "
+                     f"bound) puts the same release at epsilon = {clt_total:.4g}.")
     if scaling == "none":
         unscaled = "all columns" if not given else "the columns without bounds"
         lines.append(f"Scaling: none ({unscaled} used as they are; their scale is taken as public).")

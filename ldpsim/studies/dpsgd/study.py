@@ -86,19 +86,19 @@ DPSGD_KEYS = (
              "not with mu"),
     Key("budget_of", "choice", "release", choices=BUDGETS_OF,
         help="what epsilon or mu covers: the whole release (the path, and A~, S~ when plug-in or corrected RS "
-             "run: as `ldpsim fit`) or the path alone (002's convention: A~, S~ at mu_var on top)"),
+             "run: as `ldpsim fit`) or the path alone (Xia et al.'s convention: A~, S~ at mu_var on top)"),
     Key("delta", "float", 1e-5, range=Range("(0, 1)"), help="delta of the budget and of every epsilon reported"),
     Key("mu", "float", None, nullable=True, range=Range("(0, inf]", MU_RANGE),
         help=f"GDP budget, of what budget_of says, read at delta by a valid accountant; inf: non-private; default "
              f"{DEFAULT_MU:g} when epsilon is not given; not with epsilon"),
     Key("accountant", "choice", None, nullable=True, choices=ACCOUNTANTS,
-        help="pld, rdp, gdp (exact, cyclic only) or clt (002's CLT: an approximation, not a bound); default the "
+        help="pld, rdp, gdp (exact, cyclic only) or clt (Xia et al.'s CLT: an approximation, not a bound); default the "
              "valid one for the sampling: pld (poisson), rdp (swor), gdp (cyclic)"),
     Key("mu_var", "float", None, nullable=True, range=Range("(0, inf]", MU_RANGE),
         help=f"GDP budget of the private A~, S~ (plug-in, corrected RS); default: budget_of = release, "
              f"sqrt({SHARE_MOMENTS:g}) x the budget's mu (fit's share); path, the budget's mu"),
     Key("calibration", "choice", "exact", choices=("exact", "printed"),
-        help="sigma_1 = 2 sigma clip / m (exact) or 002's printed 2 sigma Delta_g / m, Delta_g = 2 clip"),
+        help="sigma_1 = 2 sigma clip / m (exact) or Xia et al.'s printed 2 sigma Delta_g / m, Delta_g = 2 clip"),
     Key("clip", "float", None, nullable=True, range=Range("(0, inf]"),
         help="per-example clipping threshold (5.1); default 6 (linear), 3 (logistic)"),
     Key("clip_hessian", "float", None, nullable=True, range=Range("(0, inf]"),
@@ -106,7 +106,7 @@ DPSGD_KEYS = (
     Key("batch_size", "int", 1, range=Range("[1, inf)"), help="m (Poisson: the expected batch size)"),
     Key("kappa", "float", 2.0, range=Range("(0, 3]"), help="T = floor(n^kappa) DP-SGD steps"),
     Key("c", "float", 0.2, range=Range("(0, inf)"), help="step size eta_t = c t^-gamma"),
-    Key("gamma", "float", 0.501, range=Range("(0, 1]"), help="step-size exponent (002: alpha = 0.501)"),
+    Key("gamma", "float", 0.501, range=Range("(0, 1]"), help="step-size exponent (Xia et al.: alpha = 0.501)"),
     Key("theta0", "float", 0.0, range=Range("(-inf, inf)", "the finite reals"), help="start, every coordinate"),
     Key("gd_step", "float", 0.5, range=Range("(0, inf)"), help="step size of the DP-GD baseline"),
     Key("beta", "float", 0.75, range=Range("(0, 1)"), help="BB block length floor(T^beta)"),
@@ -126,7 +126,7 @@ class DpsgdStudy(Study):
     """Coverage and length of plug-in and random-scaling intervals for DP-SGD (002), with BB, BM and DP-GD."""
 
     name = "dpsgd"
-    title = "central DP-SGD with random subsampling: privacy, plug-in and random-scaling intervals (002)"
+    title = "central DP-SGD with random subsampling: privacy, plug-in and random-scaling intervals (Xia et al. 2025)"
     keys = DPSGD_KEYS
     tables = ("summary", "accuracy", "privacy")
     warning_kinds = {

@@ -49,22 +49,22 @@ def privacy_lines(privacy: list[dict]) -> list[str]:
              "analysis releases (the path, and the private A~, S~ of the plug-in and corrected RS when they are run) "
              "by the setting's accountant; `path alone` the path's. The next four columns give the whole release's "
              "epsilon for the same noise by each accountant: RDP and PLD (dp-accounting) and GDP (exact composition, "
-             "cyclic passes only) are valid upper bounds; the CLT of Bu et al. (002's calibration) is an "
+             "cyclic passes only) are valid upper bounds; the CLT of Bu et al. (Xia et al.'s calibration) is an "
              "approximation, NOT a bound; blank: the accountant does not apply (dp-accounting's PLD has no "
              "event for fixed-size batches without replacement). Last: the share of clipped per-example gradients "
              "along the path and at theta*."]
     kinds = {r.get("budget_of") or "path" for r in privacy}  # (a privacy.csv from before the key: 002's convention)
     said = {"release": "with budget_of = release the configured budget (`epsilon` or `mu`) is the whole "
                        "release's: the claimed epsilon is at most it",
-            "path": "with budget_of = path (002's convention) it is the path's alone: A~ and S~ come on top, and "
-                    "the claimed epsilon of the whole release exceeds it"}
+            "path": "with budget_of = path (Xia et al.'s convention) it is the path's alone: A~ and S~ come on top, "
+                    "and the claimed epsilon of the whole release exceeds it"}
     if kinds == {"path"}:
         said["path"] = said["path"].replace("it is the path's alone", "the configured budget (`epsilon` or `mu`) is "
                                             "the path's alone")
     lines.append(" Budget: " + "; ".join(said[k] for k in sorted(kinds, key=("release", "path").index)) + ".")
     if approximate:
-        lines.append(" * marks settings whose claimed epsilon is the CLT's approximation (accountant = clt), as in 002: "
-                     "not a privacy guarantee.")
+        lines.append(" * marks settings whose claimed epsilon is the CLT's approximation (accountant = clt), as in "
+                     "Xia et al.: not a privacy guarantee.")
     return ["".join(lines) + "\n", tabulate(body, head, tablefmt="github", disable_numparse=True) + "\n"]
 
 

@@ -105,7 +105,7 @@ UPDATE_KEYS = (
 #: DPG-Sparse (grid keys).
 SPARSE_KEYS = (
     Key("threshold", "float", 4.0, range=Range("[0, inf)"),
-        help="DPG-Sparse's tau in units of sigma; 4 (Thresholdout's) is a design choice: 001's proof reads 0, "
+        help="DPG-Sparse's tau in units of sigma; 4 (Thresholdout's) is a design choice: Zhou et al.'s proof reads 0, "
              "with which Theorem 3's smallest budget runs out near step 310 of 445 (logistic, sigma = 1)"),
 )
 #: Privacy accounting (grid key: it changes the reported epsilon, not the paths).
@@ -278,8 +278,8 @@ def validate_batches(setting, oracle_names) -> None:
     if m is not None and m > setting.n:  # m = n is the full batch; a larger one is a typo, not a batch
         raise ConfigError(f"batch_size = {show(m)} is outside [1, n] = [1, {setting.n}]")
     if m is not None and m < setting.n and "sparse" in oracle_names:
-        raise ConfigError(f"batch_size = {m} with DPG-Sparse: mini-batch SAGD is defined for DPG-Lap (001, Theorem 5); "
-                          "drop batch_size or the sparse oracle")
+        raise ConfigError(f"batch_size = {m} with DPG-Sparse: mini-batch SAGD is defined for DPG-Lap (Zhou et al. "
+                          "2020, Theorem 5); drop batch_size or the sparse oracle")
 
 
 def shown_keys(config, exclude=()) -> list[str]:

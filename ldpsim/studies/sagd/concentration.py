@@ -95,7 +95,7 @@ class ConcentrationStudy(SagdStudy):
     figure = staticmethod(concentration_figure)
 
     name = "sagd_concentration"
-    title = "001 Theorems 1 and 3: concentration of the DPG-Lap and DPG-Sparse gradients"
+    title = "Zhou et al. (2020) Theorems 1 and 3: concentration of the DPG-Lap and DPG-Sparse gradients"
     keys = CONCENTRATION_KEYS
     tables = ("summary", "privacy")
     warning_kinds = {

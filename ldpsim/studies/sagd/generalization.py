@@ -68,7 +68,7 @@ class GeneralizationStudy(SagdStudy):
     figure = staticmethod(generalization_figure)
 
     name = "sagd_generalization"
-    title = "001 Section C: generalization gap of SAGD against RMSprop and Adam"
+    title = "Zhou et al. (2020) Section C: generalization gap of SAGD against RMSprop and Adam"
     keys = GENERALIZATION_KEYS
     tables = ("summary", "overfit", "privacy")
     compute_sources = ("engine/rng.py", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",

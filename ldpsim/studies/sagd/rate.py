@@ -76,7 +76,7 @@ class RateStudy(SagdStudy):
     figure = staticmethod(rate_figure)
 
     name = "sagd_rate"
-    title = "001 Theorems 2 and 4: min_t ||grad f(w_t)||^2 against n with sigma = n^-1/3"
+    title = "Zhou et al. (2020) Theorems 2 and 4: min_t ||grad f(w_t)||^2 against n with sigma = n^-1/3"
     keys = RATE_KEYS
     tables = ("summary", "rates", "privacy")
     compute_sources = ("engine/rng.py", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",

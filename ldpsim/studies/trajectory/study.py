@@ -60,7 +60,7 @@ TRAJECTORY_KEYS = (
     Key("metrics", "choices", ("parameter",), grid=False, choices=METRICS,
         help="parameter: ||. - theta*||^2; loss: F(.) - F(theta*) (models with a loss)"),
     Key("theory", "choice", "strongly_convex", grid=False, choices=THEORIES,
-        help="exponents next to the fitted slopes: strongly convex rates, or 004's Table 1"),
+        help="exponents next to the fitted slopes: strongly convex rates, or Shi et al.'s Table 1"),
     Key("panels", "choice", None, grid=False, nullable=True, choices=_LAYOUT_KEYS,
         help="figures: a column of panels per value of this key, a row per estimator, a curve per other setting"),
     Key("figure_per", "choice", None, grid=False, nullable=True, choices=_LAYOUT_KEYS,
