@@ -7,7 +7,7 @@ pass and nothing else (its floor): the main path's, and for each answer of
 the method's own paths its privacy noise (OB and OB_split: ``B`` perturbed
 paths, each a weight ``W ~ exponential(1)`` and an answer; OB_split also its
 own main path's answer). The ratio pass / floor says how close a method runs
-to the cost of its random numbers; issue 20 asks the slowest within 3x.
+to the cost of its random numbers; the aim is the slowest within 3x.
 
     python scripts/bench_zoo.py [--n 200000] [--paths 100] [--repeats 3] [--model quantile|quantile_regression] [--lanes L]
 
@@ -154,7 +154,7 @@ def main(argv=None):
         print(f"{m:15s} {p:10.2f} {f:10.2f} {p / f:11.2f}")
         if m != "main" and p / f > worst[1]:
             worst = (m, p / f)
-    print(f"slowest against its floor: {worst[0]} at {worst[1]:.2f}x (issue 20 asks <= 3x)")
+    print(f"slowest against its floor: {worst[0]} at {worst[1]:.2f}x (the aim: <= 3x)")
 
 
 if __name__ == "__main__":

@@ -39,13 +39,13 @@ HERE = Path(__file__).resolve().parent
 
 #: name -> (steps n1, steps n2, replications per step, what it is)
 KERNELS = {
-    "quantile": (10**5, 40_100_000, 1, "000 quantile kernel (tau 0.5, epsilon 1)"),
+    "quantile": (10**5, 40_100_000, 1, "Dette & Graw's quantile kernel (tau 0.5, epsilon 1)"),
     "quantile_floor": (10**5, 40_100_000, 1, "its RNG floor (1 normal + 1 uniform)"),
-    "qr": (10**5, 10_100_000, 1, "000 quantile regression kernel (d 4, Laplace)"),
+    "qr": (10**5, 10_100_000, 1, "Dette & Graw's quantile regression kernel (d 4, Laplace)"),
     "qr_floor": (10**5, 10_100_000, 1, "its RNG floor"),
-    "dpsgd1": (10**5, 10_100_000, 1, "002 DP-SGD, m 1, d 3, lanes 1"),
+    "dpsgd1": (10**5, 10_100_000, 1, "Xia et al.'s DP-SGD, m 1, d 3, lanes 1"),
     "dpsgd1_floor": (10**5, 10_100_000, 1, "its RNG floor, lanes 1"),
-    "dpsgd4": (10**5, 2_600_000, 4, "002 DP-SGD, m 1, d 3, lanes 4"),
+    "dpsgd4": (10**5, 2_600_000, 4, "Xia et al.'s DP-SGD, m 1, d 3, lanes 4"),
     "dpsgd4_floor": (10**5, 2_600_000, 4, "its RNG floor, lanes 4"),
 }
 

@@ -1,4 +1,4 @@
-"""Issue 30's reading of the mechanism runs: tables, the length-ratio figure, the winners and the PM / Duchi crossing.
+"""A reading of the mechanism runs: tables, the length-ratio figure, the winners and the PM / Duchi crossing.
 
 Reads ``results/mechanisms`` (the mean model, X ~ U(0, 1), configs/mechanisms.yaml),
 ``results/mechanisms_beta`` (X ~ Beta(2, 5)), ``results/mechanisms_linear``
@@ -256,7 +256,7 @@ def main(argv=None) -> int:
     parser.add_argument("--results", default=str(ROOT / "results"))
     args = parser.parse_args(argv)
     res = Path(args.results)
-    lines = ["# The mechanisms of issue 30: coverage and length (written by scripts/mechanisms_report.py)", ""]
+    lines = ["# The LDP mechanisms: coverage and length (written by scripts/mechanisms_report.py)", ""]
     panels = []
     for folder, model, keys in RUNS:
         path = res / folder / "summary.csv"
