@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine.backends import check_backend, local_workers
+from .engine.backends import LOCAL, check_backend, local_workers, resolve_backend
 from .engine.chunks import chunk_key, chunk_size
 from .engine.config import Config, check_run_memory, plain, show
 from .engine.errors import ConfigError
@@ -219,7 +219,7 @@ def _check_lanes(lanes):
     return int(lanes)
 
 
-def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky", scheduler: str | None = None,
+def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "auto", scheduler: str | None = None,
         resume: bool = False, force: bool = False, progress: bool = True, name: str | None = None,
         command: list[str] | None = None, overrides_from: str = "overrides", log=None, allow_long: bool = False,
         lanes: int | None = None, **overrides) -> Result:
@@ -242,8 +242,11 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
         directory holds before the simulation starts.
     n_jobs : int
         Parallel workers (-1: all cores). Never changes the numbers.
-    backend : {'loky', 'threading', 'dask', 'ray'}
-        Where the replications run (:mod:`ldpsim.engine.backends`).
+    backend : {'auto', 'loky', 'threading', 'dask', 'ray'}
+        Where the replications run (:mod:`ldpsim.engine.backends`): ``auto``
+        runs threads for the studies whose replications are kernels that
+        release the GIL, processes for the others; ``meta.json`` records
+        which.
     scheduler : str, optional
         Dask scheduler address or scheduler file (``backend='dask'``).
     resume : bool
@@ -301,9 +304,10 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "loky"
     study = config.study
     lanes = _check_lanes(lanes)
     check_backend(backend, scheduler, n_jobs)  # a bad backend leaves no empty output directory
+    backend = resolve_backend(backend, study)
     n_jobs = int(n_jobs)  # (numpy's integers are taken too)
     log = log if log is not None else _stderr
-    if backend in ("loky", "threading") or (backend == "dask" and scheduler is None):
+    if backend in LOCAL or (backend == "dask" and scheduler is None):
         workers = min(local_workers(n_jobs), sum(-(-config.reps // chunk_size(study.steps(s))) for s in config.settings))
         check_run_memory(study, config.settings, config.options, config.reps, workers=workers)
         # (on a cluster of unknown size the time is not estimated)

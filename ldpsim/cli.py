@@ -59,8 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="set any config key; VALUE is YAML, so lists give grids (--set tau=[0.5,0.9])")
     run.add_argument("--n-jobs", type=int, default=-1, help="parallel workers (default: all cores)")
-    run.add_argument("--backend", choices=BACKENDS, default="loky",
-                     help="joblib backend: loky or threading on this machine, dask or ray on a cluster "
+    run.add_argument("--backend", choices=BACKENDS, default="auto",
+                     help="joblib backend: auto (threads where the study's replications are nogil kernels, else "
+                          "loky's processes), loky or threading on this machine, dask or ray on a cluster "
                           "(dask alone starts a local cluster)")
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help="dask scheduler to run on (tcp://host:8786 or a scheduler file); needs --backend dask")

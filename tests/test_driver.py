@@ -16,23 +16,35 @@ from ldpsim.engine.driver import simulate
 from ldpsim.studies.coverage import CoverageStudy
 from ldpsim.studies.coverage.study import RESOLVED_ULPS, resolved
 
+from ldpsim.api import run as run_experiment
+from ldpsim.engine.backends import resolve_backend
+from ldpsim.reporting.csvio import read_csv
+from ldpsim.studies import STUDIES
+from ldpsim.studies.coverage.summary import summarize
+
 from run_helpers import TINY, TINY_STUDIES, checked_cli, cli, write
 
 
 def run_replications(setting, methods, root_seed, start, stop):
     return CoverageStudy().run_chunk(setting, {"methods": methods}, root_seed, start, stop)
-from ldpsim.api import run as run_experiment
-from ldpsim.reporting.csvio import read_csv
-from ldpsim.studies.coverage.summary import summarize
 
 
 def test_same_seed_same_bytes_for_any_n_jobs_and_backend(tiny_config, tmp_path):
     outs = []
-    for n_jobs, backend in [(1, "loky"), (2, "loky"), (2, "threading")]:
+    for n_jobs, backend in [(1, "loky"), (2, "loky"), (2, "threading"), (2, "auto")]:
         out = tmp_path / f"{n_jobs}-{backend}"
         run_experiment(tiny_config, out=out, name="tiny", n_jobs=n_jobs, backend=backend, progress=False)
         outs.append((out / "summary.csv").read_bytes())
-    assert outs[0] == outs[1] == outs[2]
+    assert outs[0] == outs[1] == outs[2] == outs[3]
+    # auto: the coverage study's replications are nogil kernels, so threads; meta.json says which ran
+    assert json.loads((tmp_path / "2-auto" / "meta.json").read_text())["backend"] == "threading"
+
+
+def test_auto_backend_is_threads_for_kernel_studies_and_processes_for_the_others():
+    chosen = {name: resolve_backend("auto", study) for name, study in STUDIES.items()}
+    assert chosen["coverage"] == "threading" and chosen["dpsgd"] == "loky"  # (DP-SGD: threads 5% slower)
+    assert set(chosen.values()) <= {"threading", "loky"}
+    assert all(resolve_backend(b, STUDIES["coverage"]) == b for b in ("loky", "threading", "dask", "ray"))
 
 
 def test_different_seed_different_numbers(tiny_mapping):

@@ -34,7 +34,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 
 from . import chunks as store
 from . import compiling, interrupt, usercode
-from .backends import STREAMING, BackendError, check_backend, joblib_backend, local_workers
+from .backends import LOCAL, STREAMING, BackendError, check_backend, joblib_backend, local_workers, resolve_backend
 from .config import Config
 
 #: The clock of the compute seconds saved with each chunk (a test may replace it).
@@ -84,7 +84,7 @@ def _run_tasks(calls: list, n_jobs: int, streaming: bool, in_thread: bool = Fals
         yield from parallel(calls[first:first + wave])
 
 
-def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", scheduler: str | None = None,
+def simulate(config: Config, *, n_jobs: int = -1, backend: str = "auto", scheduler: str | None = None,
              chunk_dir: Path | None = None, resume: bool = False, progress: bool = True,
              log: Callable[[str], None] | None = None, stats: dict | None = None,
              lanes: int | None = None) -> list[dict]:
@@ -96,9 +96,11 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
         Validated run; ``config.study`` says what a replication computes.
     n_jobs : int
         joblib workers (-1: all cores). Never changes the results.
-    backend : {'loky', 'threading', 'dask', 'ray'}
+    backend : {'auto', 'loky', 'threading', 'dask', 'ray'}
         joblib backend (:mod:`ldpsim.engine.backends`). Kernels release the
-        GIL, so threads run in parallel; ``dask`` and ``ray`` run on a cluster.
+        GIL, so threads run in parallel (``auto``: threads for the studies
+        whose replications are kernels, processes for the others); ``dask``
+        and ``ray`` run on a cluster.
     scheduler : str, optional
         Dask scheduler address (``backend='dask'`` only); without it, dask
         starts a local cluster of ``n_jobs`` workers for the run.
@@ -133,6 +135,7 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
 
     check_backend(backend, scheduler, n_jobs)  # before any work, even when everything is resumed
     study = config.study
+    backend = resolve_backend(backend, study)
     log = log or (lambda line: None)
     # settings that share their paths (study.group_key) run as one task per range of replications
     groups: dict = {}
@@ -201,7 +204,7 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
                     log(line)
                     bar.refresh()
 
-                if backend in ("loky", "threading") and scheduler is None:
+                if backend in LOCAL and scheduler is None:
                     compiling.prepare(study, config, lanes, local_workers(n_jobs), said)
                 else:  # a cluster's workers load from their own caches: this process fills its own
                     interrupt.while_compiling(lambda: study.warm_up(config, lanes), said)
@@ -210,7 +213,7 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "loky", schedul
                                           config.seed, start, stop, identity, lanes)
                      for todo, start, stop in tasks]
             # one local worker: the tasks run in a worker thread, and Ctrl-C reaches the main thread
-            in_thread = backend in ("loky", "threading") and scheduler is None and local_workers(n_jobs) == 1
+            in_thread = backend in LOCAL and scheduler is None and local_workers(n_jobs) == 1
             try:
                 with joblib_backend(backend, n_jobs, scheduler):
                     for results in _run_tasks(calls, n_jobs, streaming=backend in STREAMING, in_thread=in_thread):

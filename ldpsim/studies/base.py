@@ -58,6 +58,9 @@ class Study(ABC):
     compute_sources: ClassVar[tuple[str, ...]] = ()
     #: The tables :meth:`summarize` returns, each written as ``<name>.csv``; ``summary`` first.
     tables: ClassVar[tuple[str, ...]] = ("summary",)
+    #: Whether a replication's time is spent in ``nogil`` kernels, so that local runs use threads
+    #: (``--backend auto``, :func:`ldpsim.engine.backends.resolve_backend`); else loky's processes.
+    threads: ClassVar[bool] = False
     #: Bumped when the arrays of a chunk change meaning.
     chunk_format: ClassVar[int] = 1
     #: Per table (:attr:`tables`), the columns ``ldpsim table`` / ``compare`` need and what each holds:

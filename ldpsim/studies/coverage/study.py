@@ -101,6 +101,7 @@ class CoverageStudy(Study):
     title = "coverage and length of confidence intervals for theta* (Dette & Graw 2024, Tables 1-2)"
     keys = PATH_KEYS + INFERENCE_KEYS + (N_KEY, METHODS_KEY) + ZOO_KEYS + LOOK_KEYS
     tables = ("summary", "zoo", "looks", "uniform")
+    threads = True  # a replication is its path kernels and the intervals' numpy: local runs in threads
     warning_kinds = {
         **GAMMA_WARNING_KINDS,
         "beta": ("beta <= gamma", "Theorem 3.2 (block bootstrap) needs gamma < beta"),
