@@ -362,7 +362,7 @@ def compile_bench(names=None, markdown=None, json_path=None) -> dict:
             env["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
             row = {}
             for label in ("cold", "warm"):
-                if "\ncheckpoints:" in "\n" + text:  # a config of `trace` (one path), at the small run's n
+                if "\ncheckpoints:" in "\n" + text and "\nstudy:" not in "\n" + text:  # `trace`'s: one path
                     cmd = [sys.executable, "-m", "ldpsim", "trace", str(path), "--n", COMPILE_RUN[3], "--out",
                            str(Path(tmp) / label), "--force"]
                 else:
