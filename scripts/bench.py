@@ -569,20 +569,21 @@ def study_benchmarks(repeats: int) -> dict:
     if figure2.is_file():  # the committed Figure 2 run's own wall time (1000 replications)
         meta = json.loads(figure2.read_text())
         d["figure2_wall_min"], d["figure2_n_jobs"] = meta["wall_time_s"] / 60, meta.get("n_jobs")
-        print(f"Figure 2 of 002 (results/dpsgd): {d['figure2_wall_min']:.1f} min wall, n_jobs = {d['figure2_n_jobs']}")
+        print(f"Figure 2 of Xia et al. 2025 (results/dpsgd): {d['figure2_wall_min']:.1f} min wall, "
+              f"n_jobs = {d['figure2_n_jobs']}")
     for m in (1, 10):
-        print(f"DP-SGD step (002), m = {m:2d}: {d[f'm{m}_ns_per_step']:.1f} ns, floor {d[f'm{m}_floor_ns_per_step']:.1f}: "
+        print(f"DP-SGD step (Xia et al.), m = {m:2d}: {d[f'm{m}_ns_per_step']:.1f} ns, floor {d[f'm{m}_floor_ns_per_step']:.1f}: "
               f"ratio {d[f'm{m}_ratio']:.2f}")
     lanes = out["dpsgd_lanes"]
     for width in lanes["widths"]:
         print(f"DP-SGD lanes, m = 1, L = {width}: {lanes[f'L{width}_ns']:.1f} ns per replication-step, floor "
               f"{lanes[f'L{width}_floor_ns']:.1f} with the same lanes: ratio {lanes[f'L{width}_ratio']:.2f}")
     print(f"  DP-SGD, default L = {lanes['default']} over L = 1: {lanes['speedup']:.2f}x faster")
-    print(f"SAGD step (001, n = {s['n']}, d = {s['d']}): {s['kernel_ns_per_step'] / 1e3:.1f} us, "
+    print(f"SAGD step (Zhou et al., n = {s['n']}, d = {s['d']}): {s['kernel_ns_per_step'] / 1e3:.1f} us, "
           f"{s['kernel_over_floor']:.2f} x its floor (one pass for the mean gradient + the draws)")
     for width in o["widths"]:
         key = f"huber_d10_L{width}"
-        print(f"online Huber d = 10 (004), L = {width}: {o[key + '_ns_per_step']:.1f} ns per replication-step, "
+        print(f"online Huber d = 10 (Shi et al.), L = {width}: {o[key + '_ns_per_step']:.1f} ns per replication-step, "
               f"{o[key + '_kernel_over_floor']:.2f} x its floor with the same lanes; per-user budgets "
               f"{o[key + '_per_user_kernel_over_floor']:.2f}")
     default = o["default"]
