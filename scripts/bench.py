@@ -395,7 +395,7 @@ def _write_compile_table(page: Path, result: dict) -> None:
     for name, row in result["configs"].items():
         lines.append(f"| `{name}` | {row['cold']:.1f} | {row['warm']:.1f} |")
     lines.append("")
-    lines.append(f"`python -m ldpsim run configs/NAME.yaml {result['run']}`; {result['machine']}.")
+    lines.append(f"Each config as `python -m ldpsim run CONFIG {result['run']}`; {result['machine']}.")
     text = page.read_text()
     head, _, rest = text.partition(marker)
     _, _, tail = rest.partition(marker)

@@ -96,7 +96,7 @@ def _error_of(args, capsys, small_yaml, tmp_path):
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["--scheduler", "tcp://127.0.0.1:8786"], "ldpsim: error: --scheduler needs --backend dask (got --backend loky)"),
+        (["--scheduler", "tcp://127.0.0.1:8786"], "ldpsim: error: --scheduler needs --backend dask (got --backend auto)"),
         (["--backend", "threading", "--scheduler", "x:1"], "ldpsim: error: --scheduler needs --backend dask"),
         (["--n-jobs", "0"], "ldpsim: error: n_jobs = 0 is not allowed"),
     ],
