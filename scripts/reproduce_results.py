@@ -28,6 +28,8 @@ TABLES = ("summary.csv", "rates.csv", "trace.csv", "looks.csv", "uniform.csv")
 
 def rerun(run_dir: Path, scratch: Path) -> tuple[bool, str]:
     meta = json.loads((run_dir / "meta.json").read_text())
+    if isinstance(meta["command"], str):  # a script's output (results/accountants): not an ldpsim run
+        return True, f"{run_dir.name}: made by `{meta['command']}`, not by ldpsim's CLI: not rerun here"
     command = list(meta["command"])
     if command[0] == "ldpsim":
         command = command[1:]
