@@ -49,6 +49,8 @@ records them (:mod:`ldpsim.engine.numba_cache`).
 
 from __future__ import annotations
 
+import copy
+
 from numba.core import dispatcher, inline_closurecall, targetconfig
 from numba.core.types import functions
 from numba.core.typing import templates
@@ -156,7 +158,7 @@ def _compile_for_args(self, *args, **kws):
 
 
 def _inline_ir(self, caller_ir, block, i, callee_ir, callee_freevars, arg_typs=None):
-    callee = callee_ir.copy()  # (shallow: numba copies the blocks it mutates)
+    callee = copy.copy(callee_ir)  # the object alone: numba's inline_ir copies the blocks before it mutates them
     callee.func_id = callee_ir.func_id.derive()  # the inlined variables' names: unique per inlining
     return _original_inline_ir(self, caller_ir, block, i, callee, callee_freevars, arg_typs)
 
