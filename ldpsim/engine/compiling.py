@@ -245,7 +245,7 @@ def describe_types(argtypes) -> dict:
         if isinstance(ty, types.BaseNamedTuple) and isinstance(cls, type):
             if cls.__name__ == "ZooPaths" and cls.__module__.startswith("ldpsim."):
                 parts.extend(f for f, t in zip(cls._fields, ty.types)
-                             if f != "dim" and not isinstance(t, (types.NoneType, types.Omitted)))
+                             if f not in ("dim", "active") and not isinstance(t, (types.NoneType, types.Omitted)))
             elif record is None and not cls.__module__.startswith(_MACHINERY):
                 record = _record_text(ty)
                 return

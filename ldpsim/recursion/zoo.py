@@ -141,7 +141,9 @@ class ZooPaths(NamedTuple):
     ``dim``: the paths' dimension ``d``, or ``None`` for ``d = 1``, which the
     hooks then know when they compile: a loop over ``range(d)`` whose length
     LLVM cannot see is vectorized with runtime checks, and at one lane such
-    loops made HiGrad's step 40 times slower.
+    loops made HiGrad's step 40 times slower. ``active``: ``False`` skips
+    every method's per-step work at run time (one branch a step), so the
+    kernel times the main path alone without a kernel of its own.
     """
 
     hulc: object
@@ -151,6 +153,7 @@ class ZooPaths(NamedTuple):
     obm: object
     plugin: object
     dim: object
+    active: bool
 
 
 # --- in the kernels --------------------------------------------------------------------
@@ -299,7 +302,12 @@ def _plugin_gradient(part, d, grad):
 def _zoo_gradient(zoo, grad):
     if _none(zoo):
         return lambda zoo, grad: None
-    return lambda zoo, grad: plugin_gradient(zoo.plugin, dimension(zoo.dim), grad)
+
+    def impl(zoo, grad):
+        if zoo.active:
+            plugin_gradient(zoo.plugin, dimension(zoo.dim), grad)
+
+    return impl
 
 
 def row_step(params, obs, gen, thetas, sums, row, step, grad, point, d):
@@ -465,6 +473,8 @@ def _zoo_observe(zoo, gens, obs, i, eta, c, gamma, ratio):
         return lambda zoo, gens, obs, i, eta, c, gamma, ratio: None
 
     def impl(zoo, gens, obs, i, eta, c, gamma, ratio):
+        if not zoo.active:  # (a timing pass of the main path, CoverageStudy._time_methods)
+            return
         d = dimension(zoo.dim)
         hulc_step(zoo.hulc, d, gens[0], obs, i, c, gamma, ratio)
         higrad_step(zoo.higrad, d, gens[1], obs, i, c, gamma, ratio)
@@ -478,7 +488,12 @@ def _zoo_observe(zoo, gens, obs, i, eta, c, gamma, ratio):
 def _zoo_main(zoo, i, theta):
     if _none(zoo):
         return lambda zoo, i, theta: None
-    return lambda zoo, i, theta: obm_step(zoo.obm, dimension(zoo.dim), i, theta)
+
+    def impl(zoo, i, theta):
+        if zoo.active:
+            obm_step(zoo.obm, dimension(zoo.dim), i, theta)
+
+    return impl
 
 
 def obm_centre(part, fi):
@@ -500,7 +515,12 @@ def _obm_centre(part, fi):
 def _zoo_recentre(zoo, fi):
     if _none(zoo):
         return lambda zoo, fi: None
-    return lambda zoo, fi: obm_centre(zoo.obm, fi)
+
+    def impl(zoo, fi):
+        if zoo.active:
+            obm_centre(zoo.obm, fi)
+
+    return impl
 
 
 if DISABLED:  # numba compiles nothing: each stub runs the implementation its overload would pick
@@ -542,7 +562,8 @@ class ZooSpec(NamedTuple):
     :class:`~ldpsim.inference.zoo.higrad.HiGradLayout`; ``ob_paths`` ``B``;
     ``obm`` the :class:`~ldpsim.inference.zoo.obm.OBMLayout`; ``split_model``
     the model at ``epsilon / (B + 1)`` (``OB_split``); ``plugin`` whether the
-    plug-in sandwich streams; ``None`` (or ``False``) where not asked for.
+    plug-in sandwich streams; ``None`` (or ``False``) where not asked for;
+    ``active``: see :class:`ZooPaths`.
     """
 
     hulc: object
@@ -554,6 +575,7 @@ class ZooSpec(NamedTuple):
     obm: object
     plugin: bool
     theta0: float
+    active: bool = True
 
 
 def build_zoo(spec: ZooSpec, params, d: int, rngs: dict, lanes: int) -> ZooPaths:
@@ -596,7 +618,7 @@ def build_zoo(spec: ZooSpec, params, d: int, rngs: dict, lanes: int) -> ZooPaths
         obm = OBMState(spec.obm.starts, np.zeros(1, dtype=np.int64), vec, arr((d, d)), arr(3), arr(d))
     if spec.plugin:
         plugin = PluginState(arr((d, d)), arr(d))
-    return ZooPaths(hulc, higrad, ob, ob_split, obm, plugin, None if d == 1 else int(d))
+    return ZooPaths(hulc, higrad, ob, ob_split, obm, plugin, None if d == 1 else int(d), bool(spec.active))
 
 
 def zoo_arrays(zoo: ZooPaths, lane: int) -> dict:

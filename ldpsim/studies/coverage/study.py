@@ -242,7 +242,7 @@ class CoverageStudy(Study):
 
     def warm_up_units(self, config, lanes=None):
         # the kernels are specialised on one observation a step or several, and on the lanes; the zoo's a kernel
-        # per method (its pass)
+        # per method (its pass), which also runs the main path alone (_time_methods)
         units = []
         zoo = zoo_methods(config.methods)
         if config.options["looks"]:  # the looks run the trace kernel: compile it on a short path
@@ -257,8 +257,9 @@ class CoverageStudy(Study):
         for setting, model in self.distinct_kernels(config, build_model, lambda s: s.batch_size == 1):
             small = setting.replace(n=64, beta=0.5)
             width = self.lane_width(setting, config.options, lanes)
-            units.append(partial(run_paths_lanes, model, [as_generator(0)], small.n, small.c, small.gamma,
-                                 small.theta0, [stream_layout(small, config.methods)], small.batch_size, width))
+            if not zoo:
+                units.append(partial(run_paths_lanes, model, [as_generator(0)], small.n, small.c, small.gamma,
+                                     small.theta0, [stream_layout(small, config.methods)], small.batch_size, width))
             units += [partial(_warm_zoo, setting, model, config.options, width, [m]) for m in zoo]
         return units
 
@@ -461,6 +462,9 @@ class CoverageStudy(Study):
         quantile step measured 70 times the main path's cost), each on fresh copies of the group's generators
         (the run's own numbers are untouched), the least of two timings (the
         first may load the code); then each method's interval from the state.
+        The main path alone runs in the first zoo method's kernel with the
+        zoo's steps switched off (:class:`~ldpsim.recursion.zoo.ZooPaths`
+        ``active``), not in a kernel compiled only to be timed.
         """
         s, model, options = job.settings[0], job.model, job.options
         watch = Stopwatch()
@@ -475,7 +479,7 @@ class CoverageStudy(Study):
                                            width, spec, zoo_generators(spec, copies))
 
         _warm_zoo(s, model, options, width)
-        watch.time("main", run(None), count)
+        watch.time("main", run(next(iter(job.alone.values()))._replace(active=False)), count)
         for m in zoo_methods(job.methods):  # the kernel of the main path and this method alone
             watch.time(m, run(job.alone[m]), count)
         for m in classic_methods(job.methods):
