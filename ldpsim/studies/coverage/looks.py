@@ -40,11 +40,12 @@ from ...engine.resources import FLOAT
 from ...engine.usercode import display
 from ...inference import intervals as inference
 from ...inference.streaming import StreamLayout, checkpoint_grid
-from ...inference.zoo import ZOO_METHODS
 from ...models import build_model, model_class
 from ...recursion.twins import path_twin, state_from_definitions
 from ...reporting.stats import mean_se, proportion
-from ...inference.nprr_cs import release_reference, released_value
+from ...inference.methods import ZOO_METHODS
+from ...inference.methods.nprr import release_reference
+from ...inference.nprr_cs import released_value
 from .checkpoints import TraceLayout, run_trace, stream_counts, trace_intervals
 from .releases import ReleaseTap
 from .zoo import validate_zoo

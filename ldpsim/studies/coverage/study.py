@@ -21,17 +21,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...engine.config import ConfigError, Key, Range, check_range, check_run_memory, show
+from ...engine.config import ConfigError, Key, check_range, check_run_memory, show
 from ...engine.errors import MissingExtra
 from ...engine.lanes import vector_width
 from ...engine.resources import FLOAT
 from ...engine.rng import as_generator
 from ...inference import intervals
-from ...inference.intervals import (BATCH_METHODS, DEFAULT_METHODS, METHODS, MIN_BOOTSTRAP_DRAWS, MULTIPLIERS,
-                                    RESOLVED_ULPS, min_bootstrap_draws, resolved, uses_batches, uses_blocks)
-from ...inference.nprr_cs import RELEASE_METHODS
+from ...inference.intervals import RESOLVED_ULPS, resolved, uses_batches, uses_blocks
+from ...inference.methods import BATCH_METHODS, DEFAULT_METHODS, ZOO_METHODS, keys_of, names
+from ...inference.methods.bootstrap import MIN_BOOTSTRAP_DRAWS, min_bootstrap_draws
 from ...inference.streaming import StreamLayout, floor_power
-from ...inference.zoo import ZOO_METHODS
 from ...models import build_model, model_class
 from ...models import user as user_models
 from ...recursion.kernels import run_paths_lanes
@@ -53,18 +52,11 @@ from .zoo_tables import ZOO_COLUMNS, write_zoo_outputs, zoo_rows
 #: Above this many batch-means batches their ends are not built to validate a setting (see ``validate``).
 MANY_BATCHES = 100_000
 
-#: The keys of the interval methods, grid axes after the path's keys and before ``n``.
-INFERENCE_KEYS = (
-    Key("beta", "float", 0.75, range=Range("(0, 1)"), help="block length floor(n^beta) of BB"),
-    Key("B", "int", 500, range=Range(f"[{MIN_BOOTSTRAP_DRAWS}, inf)"),
-        help=f"bootstrap draws (at least {MIN_BOOTSTRAP_DRAWS}, and 2 / (1 - level) for BB)"),
-    # z = Phi^-1((1 + level) / 2) must be a positive, finite, resolved number
-    Key("level", "float", 0.9, range=Range("[0.001, 0.99999]"), help="nominal coverage"),
-    Key("multiplier", "choice", "uniform", choices=MULTIPLIERS, help="law of the bootstrap multipliers"),
-)
+#: The keys of the interval methods, grid axes after the path's keys and before ``n``, as the methods declare them
+#: (:mod:`ldpsim.inference.methods`: beta, B, level, multiplier).
+INFERENCE_KEYS = keys_of(names("coverage"), grid=True)
 _INFERENCE_NAMES = tuple(k.name for k in INFERENCE_KEYS)
-METHODS_KEY = Key("methods", "choices", DEFAULT_METHODS, grid=False,
-                  choices=METHODS + tuple(RELEASE_METHODS) + ZOO_METHODS,
+METHODS_KEY = Key("methods", "choices", DEFAULT_METHODS, grid=False, choices=names("coverage"),
                   help="interval methods (the zoo's: docs/zoo.md; NPRR's, with looks: docs/sequential.md)")
 
 

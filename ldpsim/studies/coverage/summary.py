@@ -15,8 +15,8 @@ import math
 
 from ...engine.usercode import display
 from ...engine.config import Config
-from ...inference.intervals import normal_quantile
-from ...inference.zoo import ZOO_METHODS
+from ...inference.critical_values import normal_quantile
+from ...inference.methods import ZOO_METHODS, names
 from ...models import build_model
 from ...reporting.csvio import columns_before
 from ...reporting.stats import proportion
@@ -74,7 +74,7 @@ def summarize(config: Config, results: list[dict]) -> list[dict]:
 
 
 #: Methods whose interval is not an estimate +- z SE (HulC: the range of its segment averages): no ``se_ratio``.
-NO_SE_RATIO = ("HulC",)
+NO_SE_RATIO = names(tag="no_se_ratio")
 
 
 def method_mask(res: dict, j: int, method: str):

@@ -52,8 +52,7 @@ from ...engine.errors import MissingExtra  # noqa: F401  (figure_class raises it
 from ...engine.resources import FLOAT, check_memory
 from ...inference import intervals as inference
 from ...inference.streaming import checkpoint_grid, floor_power
-from ...inference.nprr_cs import RELEASE_METHODS
-from ...inference.zoo import ZOO_METHODS
+from ...inference.methods import RELEASE_METHODS, ZOO_METHODS, names
 from ...models import MODELS, build_model, model_class
 from ...engine.rng import replication_generator
 from ...reporting.figures import figure_class as _figure_class
@@ -70,8 +69,8 @@ TRACE_DEFAULTS = {"checkpoints": 200, "k_min": 10}
 CHECKPOINTS_KEY = cfg.Key("checkpoints", "int", 200, grid=False, range=cfg.Range("[2, 10000]"),
                           help="log-spaced checkpoints from k_min to n (fewer if k rounds to repeats)")
 K_MIN_KEY = cfg.Key("k_min", "int", 10, grid=False, range=cfg.Range("[2, inf)"), help="first checkpoint")
-#: Methods of the figure unless the config says otherwise.
-TRACE_METHODS = ("BB", "BM", "SN")
+#: Methods of the figure unless the config says otherwise (declared with each method: ``default_in`` trace).
+TRACE_METHODS = names("trace", default=True)
 #: Keys a trace config may hold: the coverage study's keys but ``reps`` (one path), the zoo's (whose methods a
 #: trace does not draw) and the looks (a trace is one path's looks), plus ``study`` (``coverage``, the only one)
 #: and the trace keys.
