@@ -246,6 +246,9 @@ def describe_types(argtypes) -> dict:
             if cls.__name__ == "ZooPaths" and cls.__module__.startswith("ldpsim."):
                 parts.extend(f for f, t in zip(cls._fields, ty.types)
                              if f not in ("dim", "active") and not isinstance(t, (types.NoneType, types.Omitted)))
+            elif cls.__dict__.get("__ldpsim_method_state__"):  # a user's method's state (register_update marks it)
+                parts.append(f"user {cls.__qualname__}")
+                return
             elif record is None and not cls.__module__.startswith(_MACHINERY):
                 record = _record_text(ty)
                 return

@@ -53,6 +53,7 @@ from ...engine.resources import FLOAT, check_memory
 from ...inference import intervals as inference
 from ...inference.streaming import checkpoint_grid, floor_power
 from ...inference.methods import RELEASE_METHODS, ZOO_METHODS, names
+from ...inference.user_methods import is_user_method
 from ...models import MODELS, build_model, model_class
 from ...engine.rng import replication_generator
 from ...reporting.figures import figure_class as _figure_class
@@ -152,6 +153,10 @@ def resolve_trace(mapping: dict, where: str = "config") -> TraceConfig:
     raw = {**TRACE_DEFAULTS, "methods": list(TRACE_METHODS), **mapping}
     raw.pop("study", None)
     methods = raw["methods"] if isinstance(raw["methods"], (list, tuple)) else [raw["methods"]]
+    users = [m for m in methods if is_user_method(m)]
+    if users:
+        raise cfg.ConfigError(f"methods names {users[0]!r}, a user's method: trace draws "
+                              f"{', '.join(inference.METHODS)} along one path; a user's method runs in `ldpsim run`")
     zoo = [m for m in methods if m in ZOO_METHODS]
     nprr = [m for m in methods if m in RELEASE_METHODS]
     if zoo or nprr:

@@ -26,6 +26,7 @@ from ...engine.config import ConfigError
 from ...engine.rng import BIT_GENERATOR
 from ...inference.critical_values import normal_quantile
 from ...inference.methods import CLASSIC_METHODS, STREAM_CODES, ZOO_METHODS, ZooInputs, get, keys_of, readers
+from ...inference import user_methods
 from ...inference.methods.bootstrap import MIN_BOOTSTRAP_DRAWS, min_bootstrap_draws
 from ...privacy.composition import basic_composition
 from ...recursion.keys import check_model
@@ -257,7 +258,13 @@ def zoo_bounds(methods, arrays: dict, theta_bar: np.ndarray, setting, options, s
 
 
 def state_floats(method: str, d: int, setting, options) -> int:
-    """Floats a replication keeps for ``method`` beyond the main path's ``theta`` and its running sum."""
+    """Floats a replication keeps for ``method`` beyond the main path's ``theta`` and its running sum.
+
+    A user's method: the numbers of the state record it builds for ``setting``.
+    """
+    if user_methods.is_user_method(method):
+        instance = user_methods.build(method, options)
+        return user_methods.state_floats(user_methods.kernel_state(instance, method, setting, d, 1))
     return int(get(method).state_floats(d, setting, options))
 
 
