@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 
 from .jit import DISABLED
+from .numba_cache import USER_MODULE_PREFIX
 
 
 @dataclass
@@ -166,6 +167,9 @@ def _portable(kernel: Kernel):
         data = pickle.dumps(kernel.argtypes)
         pickle.loads(data)
     except Exception:  # noqa: BLE001  (types of classes another process cannot import)
+        return None
+    if USER_MODULE_PREFIX.encode() in data:
+        # a class of a user's file loaded by path: it unpickles here, where the file is loaded, not in a worker
         return None
     return (*where, data)
 
