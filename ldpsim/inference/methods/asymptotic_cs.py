@@ -59,12 +59,13 @@ register(
                       "every look at once", studies={"coverage": 60, "trace": 60}, kind="sequence",
            reads=("batches",), streams=STREAMS, keys=(LEVEL,), state_floats=batch_floats,
            interval=lambda x: asymptotic_cs(x.state, x.layout, level=x.level, t_opt=x.t_opt),
-           style=("tab:orange", "v")),
+           style=("tab:orange", "v"), line=("tab:brown", (0, (5, 1)))),
     Method("AsympCS_oracle", "AsympCS with the true asymptotic variance", studies={"coverage": 70, "trace": 70},
            kind="sequence", reads=("truth",), streams="nothing beyond theta_bar", keys=(LEVEL,),
            state_floats=lambda d, s, options: 0,
            interval=lambda x: asymptotic_cs(x.state, x.layout, level=x.level, t_opt=x.t_opt,
-                                            variance=np.diag(x.sigma)), style=("tab:olive", "<")),
+                                            variance=np.diag(x.sigma)), style=("tab:olive", "<"),
+           line=("tab:olive", (0, (1, 2)))),
 )
 
 __all__ = ["asymptotic_cs", "mixture_margin", "mixture_rho2"]

@@ -88,6 +88,8 @@ class Method:
         ``layout(setting, options)``: a zoo method's schedule, built before a path runs.
     style : tuple, optional
         ``(colour, marker)`` of its points in ``coverage.png``.
+    line : tuple, optional
+        ``(colour, linestyle)`` of its bounds in trace's ``figure1.png`` (a method trace draws has one).
     texts : mapping of str to str
         Its row in one study's table where it differs from ``text`` (the DP-SGD study's oracle).
     """
@@ -114,6 +116,7 @@ class Method:
     answers: Callable | None = None
     layout: Callable | None = None
     style: tuple | None = None
+    line: tuple | None = None
     texts: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):

@@ -52,7 +52,8 @@ register(
            studies={"coverage": 30, "trace": 30, "dpsgd": 80}, default_in=("coverage", "trace", "dpsgd"),
            reads=("batches",), streams=STREAMS, tags=frozenset({"path"}), keys=(LEVEL,), state_floats=batch_floats,
            texts={"dpsgd": "the coverage study's batch means on the DP-SGD path"},
-           interval=lambda x: batch_means(x.state, x.layout, level=x.level), style=("tab:blue", "^")),
+           interval=lambda x: batch_means(x.state, x.layout, level=x.level), style=("tab:blue", "^"),
+           line=("tab:blue", "--")),
 )
 
 __all__ = ["STREAMS", "batch_floats", "batch_means", "batch_means_variance"]

@@ -142,11 +142,13 @@ register(
            studies={"coverage": 10, "trace": 10, "dpsgd": 70}, default_in=("coverage", "trace", "dpsgd"),
            reads=("blocks",), streams=_STREAMS, tags=frozenset({"path"}), keys=KEYS, state_floats=_block_floats,
            texts={"dpsgd": "the coverage study's block bootstrap (blocks floor(T^beta)) on the DP-SGD path"},
-           interval=lambda x: block_bootstrap(x.state, x.draws, level=x.level), style=("tab:green", "o")),
+           interval=lambda x: block_bootstrap(x.state, x.draws, level=x.level), style=("tab:green", "o"),
+           line=("tab:red", "-")),
     Method("BBjoint", "the simultaneous block-bootstrap box for all coordinates of a vector model",
            studies={"coverage": 20, "trace": 20}, reads=("blocks",), streams=_STREAMS, keys=KEYS,
            state_floats=_block_floats,
-           interval=lambda x: block_bootstrap_joint(x.state, x.draws, level=x.level), style=("tab:purple", "s")),
+           interval=lambda x: block_bootstrap_joint(x.state, x.draws, level=x.level), style=("tab:purple", "s"),
+           line=("tab:purple", (0, (3, 1, 1, 1)))),
 )
 
 __all__ = ["BETA", "DRAWS", "KEYS", "MIN_BOOTSTRAP_DRAWS", "MULTIPLIER", "MULTIPLIERS", "block_bootstrap",

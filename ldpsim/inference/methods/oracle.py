@@ -21,7 +21,8 @@ register(
            streams="nothing beyond theta_bar (Sigma = G^-1 S G^-1 of the model)", keys=(LEVEL,),
            state_floats=lambda d, s, options: 0,
            texts={"dpsgd": "full-sample OLS / logistic MLE with its Wald interval (not private)"},
-           interval=lambda x: oracle(x.state, x.layout, sigma=x.sigma, level=x.level), style=("black", "x")),
+           interval=lambda x: oracle(x.state, x.layout, sigma=x.sigma, level=x.level), style=("black", "x"),
+           line=("tab:gray", "-.")),
 )
 
 __all__ = ["oracle"]

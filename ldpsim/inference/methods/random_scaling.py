@@ -26,7 +26,7 @@ register(
            streams="the random-scaling sums S, A, T of the main path (3 d floats; they also give theta_bar)",
            keys=(LEVEL,), interval=lambda x: random_scaling(x.state, x.layout, level=x.level),
            state_floats=lambda d, s, options: 3 * d,
-           style=("tab:red", "D")),
+           style=("tab:red", "D"), line=("tab:green", ":")),
 )
 
 __all__ = ["random_scaling"]

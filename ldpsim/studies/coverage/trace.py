@@ -52,7 +52,7 @@ from ...engine.errors import MissingExtra  # noqa: F401  (figure_class raises it
 from ...engine.resources import FLOAT, check_memory
 from ...inference import intervals as inference
 from ...inference.streaming import checkpoint_grid, floor_power
-from ...inference.methods import RELEASE_METHODS, ZOO_METHODS, names
+from ...inference.methods import REGISTRY, RELEASE_METHODS, ZOO_METHODS, names
 from ...inference.user_methods import is_user_method
 from ...models import MODELS, build_model, model_class
 from ...engine.rng import replication_generator
@@ -302,15 +302,8 @@ def figure_class():
     return _figure_class("figure1.png")
 
 
-#: Line style of each method in the figure.
-_STYLE = {
-    "BB": {"color": "tab:red", "linestyle": "-"},
-    "BM": {"color": "tab:blue", "linestyle": "--"},
-    "SN": {"color": "tab:green", "linestyle": ":"},
-    "oracle": {"color": "tab:gray", "linestyle": "-."},
-    "AsympCS": {"color": "tab:brown", "linestyle": (0, (5, 1))},
-    "AsympCS_oracle": {"color": "tab:olive", "linestyle": (0, (1, 2))},
-}
+#: Line style of each method in the figure (declared with the method: its ``line``).
+_STYLE = {name: {"color": m.line[0], "linestyle": m.line[1]} for name, m in REGISTRY.items() if m.line}
 
 
 def plot_trace(result: TraceResult, path: Path) -> None:
