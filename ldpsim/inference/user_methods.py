@@ -208,13 +208,17 @@ def _frame(exc: BaseException, cls) -> str:
 
 
 def call(method, what: str, shown: str, func, *args):
-    """``func(*args)`` of a user's method with any exception of the user's code as one line naming file and line."""
+    """``func(*args)`` of a user's method with any exception of the user's code as one line naming file and line.
+
+    ``what`` names the call in the message (``interval()`` is read as ``MyMethod.interval()``).
+    """
     try:
         return func(*args)
     except ConfigError:
         raise
     except Exception as exc:  # noqa: BLE001  (the user's code)
-        raise ConfigError(f"methods entry {shown!r}: {type(method).__name__}.{what} failed: "
+        name = what if " " in what else f"{type(method).__name__}.{what}"
+        raise ConfigError(f"methods entry {shown!r}: {name} failed: "
                           f"{usercode.describe_exception(exc)}{_frame(exc, type(method))}") from None
 
 
@@ -249,12 +253,18 @@ def kernel_state(method, shown: str, setting, dim: int, lanes: int):
 
 def check_instance(method, shown: str, setting, dim: int, theta0: float) -> None:
     """Call the user's method in plain Python before any kernel is compiled: its state, a few updates (one-line errors)."""
-    call(method, "validate()", shown, method.validate, setting, dim)
+    try:
+        method.validate(setting, dim)
+    except ValueError as exc:  # the method's own refusal, in its words
+        raise ConfigError(f"methods entry {shown!r}: {type(method).name} cannot run this setting: {exc}") from None
+    except Exception as exc:  # noqa: BLE001  (the user's code)
+        raise ConfigError(f"methods entry {shown!r}: {type(method).__name__}.validate() failed: "
+                          f"{usercode.describe_exception(exc)}{_frame(exc, type(method))}") from None
     record = kernel_state(method, shown, setting, dim, 1)
     theta = float(theta0) if dim == 1 else np.full(dim, float(theta0))
     update = method_update.registry[type(record)]
     for i in range(1, min(CHECK_STEPS, int(setting.n)) + 1):
-        call(method, "its update", shown, update, record, i, theta)
+        call(method, f"the update registered for {type(record).__qualname__}", shown, update, record, i, theta)
 
 
 def lane_state(record, lane: int):
@@ -287,7 +297,8 @@ def state_floats(record) -> int:
 def bounds(method, shown: str, record, theta_bar: np.ndarray, setting, dim: int):
     """``(lo, hi, estimate)`` of one replication as ``(dim,)`` float arrays (one-line errors for a wrong shape)."""
     lo, hi = call(method, "interval()", shown, method.interval, record, theta_bar, setting)
-    est = call(method, "estimate()", shown, method.estimate, record, theta_bar, setting)
+    own_estimate = type(method).estimate is not IntervalMethod.estimate
+    est = call(method, "estimate()", shown, method.estimate, record, theta_bar, setting) if own_estimate else theta_bar
     out = []
     for what, value in (("the lower end", lo), ("the upper end", hi), ("estimate()", est)):
         arr = np.asarray(value, dtype=float).reshape(-1)
