@@ -269,6 +269,14 @@ def test_where_a_users_method_cannot_run_is_one_line(tmp_path):
         load_config(dict(study="dpsgd", n=100, methods=["plugin", MY_BM]))
 
 
+def test_the_api_takes_the_class_itself():
+    from ldpsim.engine import usercode
+
+    module = usercode.load_file(EXAMPLES / "my_batch_means.py")
+    by_class = load_config(dict(QUICK, methods=["BM", module.MyBatchMeans])).methods
+    assert by_class == load_config(QUICK).methods
+
+
 def test_a_method_file_in_a_config_is_found_from_the_configs_folder(tmp_path):
     relative = os.path.relpath(EXAMPLES / "my_batch_means.py", tmp_path)
     config = write(tmp_path, "c.yaml", f"model: quantile\nn: 4000\nreps: 2\nmethods: [BM, {relative}:MyBatchMeans]\n")
@@ -316,7 +324,8 @@ def test_editing_the_update_gives_new_numbers_never_stale_code(tmp_path):
 
     mine, builtin = lengths()
     assert mine == builtin
-    path.write_text(SOURCE.replace("add_iterate(state.acc, theta)", "add_iterate(state.acc, theta + 0.5)"))
+    # (a scale: batch means' variance is blind to a shift of the iterates, not to a scale)
+    path.write_text(SOURCE.replace("add_iterate(state.acc, theta)", "add_iterate(state.acc, 1.5 * theta)"))
     edited, builtin_again = lengths()  # the update is kernel code: a stale kernel would give the old length
     assert builtin_again == builtin and edited != mine
 
