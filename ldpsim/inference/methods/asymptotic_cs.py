@@ -61,7 +61,7 @@ register(
            interval=lambda x: asymptotic_cs(x.state, x.layout, level=x.level, t_opt=x.t_opt),
            style=("tab:orange", "v"), line=("tab:brown", (0, (5, 1)))),
     Method("AsympCS_oracle", "AsympCS with the true asymptotic variance", studies={"coverage": 70, "trace": 70},
-           kind="sequence", reads=("truth",), streams="nothing beyond theta_bar", keys=(LEVEL,),
+           kind="sequence", reads=("truth",), streams="nothing is streamed beyond theta_bar", keys=(LEVEL,),
            state_floats=lambda d, s, options: 0,
            interval=lambda x: asymptotic_cs(x.state, x.layout, level=x.level, t_opt=x.t_opt,
                                             variance=np.diag(x.sigma)), style=("tab:olive", "<"),

@@ -40,7 +40,7 @@ def batch_means(state, layout, *, level: float):
 
 
 #: What BM (and AsympCS) stream: the main path's batch sums.
-STREAMS = "the M + 1 batch sums of the main path's iterates, M = floor(n^((1 - gamma) / 2)) ((M + 1) d floats)"
+STREAMS = "M + 1 of them, M = floor(n^((1 - gamma) / 2)), batch 0 burn-in ((M + 1) d floats)"
 
 def batch_floats(d: int, s, options) -> int:
     """Floats of the batch sums: ``(M + 1) d``."""

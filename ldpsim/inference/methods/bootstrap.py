@@ -131,7 +131,7 @@ DRAWS = Key("B", "int", 500, range=Range(f"[{MIN_BOOTSTRAP_DRAWS}, inf)"),
 MULTIPLIER = Key("multiplier", "choice", "uniform", choices=MULTIPLIERS, help="law of the bootstrap multipliers")
 KEYS = (BETA, DRAWS, LEVEL, MULTIPLIER)
 
-_STREAMS = "the m = floor(n / l) block sums of the main path's iterates (m d floats)"
+_STREAMS = "m = floor(n / l) of them, l = floor(n^beta) (m d floats)"
 
 
 def _block_floats(d: int, s, options) -> int:

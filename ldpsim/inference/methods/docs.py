@@ -13,7 +13,8 @@ from .base import REGISTRY, names
 _KIND_WORDS = {"interval": "interval", "sequence": "confidence sequence", "release": "release (NPRR)",
                "zoo": "zoo: own pass", "dpsgd": "DP-SGD interval", "optimizer": "optimizer"}
 #: What the tables call each part of the main path's state.
-_STATE_WORDS = {"blocks": "block sums", "batches": "batch sums", "sn": "random-scaling sums", "truth": "true Sigma"}
+_STATE_WORDS = {"blocks": "main path's block sums", "batches": "main path's batch sums",
+                "sn": "main path's random-scaling sums", "truth": "true Sigma"}
 
 
 def _cell(text: str) -> str:
@@ -41,7 +42,7 @@ def registry_table() -> str:
     for name in names("coverage"):
         m = REGISTRY[name]
         reads = ", ".join(_STATE_WORDS[r] for r in m.reads)
-        streamed = "; ".join(part for part in (reads and f"reads the {reads}", m.streams) if part)
+        streamed = ": ".join(part for part in (reads and f"reads the {reads}", m.streams) if part)
         keys = ", ".join(f"`{k.name}`" for k in m.keys) or "none"
         looks = {"yes": "yes", "needs": "only with looks", "no": "no"}[m.looks]
         lines.append(f"| `{name}` | {_KIND_WORDS[m.kind]} | {_cell(streamed)} | {keys} | {looks} | {_cell(m.models)} |")

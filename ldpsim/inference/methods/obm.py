@@ -32,7 +32,7 @@ def _interval(state, inputs):
 
 register(
     Method("OBM", "fully online batch-means covariance (Zhu, Chen & Wu 2023)", studies={"coverage": 160}, kind="zoo",
-           streams="overlapping batch sums of the main path's iterates (4 d + d^2 + 3 floats)",
+           streams="the online batch-means sums of the main path's iterates (4 d + d^2 + 3 floats)",
            update=obm_add, twin=obm_add_twin, interval=_interval, keys=(LEVEL, CONSTANT),
            layout=batches,
            state_floats=lambda d, s, options: obm_state_size(d), pass_cost=lambda options: 2.0),

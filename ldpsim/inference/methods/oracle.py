@@ -18,7 +18,7 @@ def oracle(state, layout, *, sigma: np.ndarray, level: float):
 register(
     Method("oracle", "theta_bar +- z sqrt(Sigma / n) with the true asymptotic variance: the yardstick",
            studies={"coverage": 50, "trace": 50, "dpsgd": 60}, default_in=("coverage", "dpsgd"), reads=("truth",),
-           streams="nothing beyond theta_bar (Sigma = G^-1 S G^-1 of the model)", keys=(LEVEL,),
+           streams="Sigma = G^-1 S G^-1 of the model; nothing is streamed beyond theta_bar", keys=(LEVEL,),
            state_floats=lambda d, s, options: 0,
            texts={"dpsgd": "full-sample OLS / logistic MLE with its Wald interval (not private)"},
            interval=lambda x: oracle(x.state, x.layout, sigma=x.sigma, level=x.level), style=("black", "x"),

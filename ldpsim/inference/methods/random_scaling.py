@@ -23,7 +23,7 @@ def random_scaling(state, layout, *, level: float):
 register(
     Method("SN", "random scaling, self-normalised (Lee, Liao, Seo & Shin 2022), its critical values computed",
            studies={"coverage": 40, "trace": 40}, default_in=("coverage", "trace"), reads=("sn",),
-           streams="the random-scaling sums S, A, T of the main path (3 d floats; they also give theta_bar)",
+           streams="S, A, T, centred at the running mean (3 d floats; they also give theta_bar)",
            keys=(LEVEL,), interval=lambda x: random_scaling(x.state, x.layout, level=x.level),
            state_floats=lambda d, s, options: 3 * d,
            style=("tab:red", "D"), line=("tab:green", ":")),
