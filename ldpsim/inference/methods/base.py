@@ -58,7 +58,9 @@ class Method:
         ``interval(arrays, inputs)`` of a :class:`ZooInputs` (``zoo``), or the
         function the study calls with its own arguments (``dpsgd``).
     twin : callable, optional
-        The plain-Python twin of ``update`` (tests hold the kernel to it).
+        The plain-Python twin of ``update`` (tests hold the kernel to it). ``None`` for the
+        methods that read the main path's own sums: their twin is the main kernel's,
+        :func:`ldpsim.recursion.twins.path_twin` (and ``state_from_definitions``, the defining formulas).
     keys : tuple of Key
         The config keys it reads, with defaults and ranges (shared keys, as
         ``level``, appear in several methods; each is declared once).
