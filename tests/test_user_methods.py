@@ -70,6 +70,16 @@ def test_my_batch_means_gives_the_builtin_bm_rows_to_the_bit():
     assert ldpsim.run(dict(QUICK, methods=["BM"]), progress=False).rows == [bm]
 
 
+def test_the_examples_batch_ends_are_chen_et_als_as_ldpsim_computes_them():
+    from ldpsim.engine import usercode
+    from ldpsim.inference.streaming import batch_ends
+
+    module = usercode.load_file(EXAMPLES / "my_batch_means.py")
+    for n in (50, 1000, 12345, 10**6, 10**7, 10**8, 3 * 10**8, 2**40):
+        for gamma in (0.3, 0.51, 0.6, 2 / 3, 0.75, 0.9):
+            np.testing.assert_array_equal(module.batch_ends(n, gamma), batch_ends(n, gamma), err_msg=f"{n} {gamma}")
+
+
 @pytest.mark.parametrize("lanes", [1, 8])
 def test_the_kernels_batch_sums_of_the_user_method_are_the_builtins(lanes):
     config = load_config(dict(QUICK, n=5000))
@@ -224,7 +234,10 @@ ERRORS = {
              r"MyBatchMeans runs on models of dimension 2 \(MyBatchMeans.dims\), not d = 1 of model 'quantile'$"),
     "a built-in's name": ("class MyBatchMeans(IntervalMethod):\n", "class MyBatchMeans(IntervalMethod):\n"
                                                                    "    name = 'BM'\n",
-                          r"methods names two methods called 'BM'"),
+                          r"MyBatchMeans.name = 'BM' is the name of a built-in method; give it another$"),
+    "two of one name": ("class MyBatchMeans(IntervalMethod):\n", "class MyBatchMeans(IntervalMethod):\n"
+                                                                  "    name = 'tBM'\n",
+                        r"methods names two methods called 'tBM'"),
 }
 
 
@@ -235,7 +248,7 @@ def test_mistakes_in_a_method_file_are_one_line(tmp_path, case):
     cfg = dict(QUICK, n=10) if case == "validate" else QUICK  # n = 10: one batch after the burn-in
     with pytest.raises(ConfigError, match=pattern or r"MyBatchMeans cannot run this setting: too short: n = 10 with "
                                                      r"gamma = 0.51 leaves fewer than two batches") as info:
-        load_config(dict(cfg, methods=["BM", spec]))
+        load_config(dict(cfg, methods=["BM", spec] + ([T_BM] if case == "two of one name" else [])))
     assert "\n" not in str(info.value)
 
 

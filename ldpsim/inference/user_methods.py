@@ -39,6 +39,7 @@ from ..engine.dispatch import by_record
 from ..engine.errors import ConfigError
 from ..engine.jit import OVERLOAD_OPTIONS
 from ..engine.lanes import LaneArray, LaneArrayType, lane_of
+from .methods import REGISTRY
 
 
 @by_record
@@ -174,6 +175,9 @@ def prepare(cls: type, text) -> type:
         cls.name = cls.__name__
     if not (isinstance(cls.name, str) and cls.name.strip() and ":" not in cls.name):
         raise ConfigError(f"{where}: {cls.__name__}.name = {cls.name!r} is not a non-empty name without ':'")
+    if cls.name in REGISTRY:  # its rows would read as the built-in's
+        raise ConfigError(f"{where}: {cls.__name__}.name = {cls.name!r} is the name of a built-in method; give it "
+                          "another")
     if cls.dims is not None and not (isinstance(cls.dims, tuple) and all(isinstance(d, int) and d >= 1
                                                                           for d in cls.dims)):
         raise ConfigError(f"{where}: {cls.__name__}.dims = {cls.dims!r} is not None or a tuple of dimensions")
