@@ -27,6 +27,7 @@ from ldpsim.extend import IntervalMethod, add_iterate, kernel_function, lane_arr
 
 class BatchSums(NamedTuple):
     ends: np.ndarray  # int64 (M + 1,): the last iterate of each batch, shared by the replications
+    sizes: np.ndarray  # (M, 1): the iterates in batches 1..M (batch 0 is burn-in), for the interval
     sched: np.ndarray  # int64 (2,): the open batch and its end (every replication is at the same step)
     acc: object  # (d,): the open batch's sum, one per replication
     sums: object  # (M + 1, d): the closed batches' sums, one per replication
@@ -80,12 +81,13 @@ class MyBatchMeans(IntervalMethod):
 
     def state(self, setting, dim, lanes):
         ends = batch_ends(setting.n, setting.gamma)
-        return BatchSums(ends, np.array([0, ends[0]], dtype=np.int64), lane_array(dim, lanes),
+        sizes = np.diff(ends, prepend=0)[1:].astype(float)[:, None]
+        return BatchSums(ends, sizes, np.array([0, ends[0]], dtype=np.int64), lane_array(dim, lanes),
                          lane_array((ends.shape[0], dim), lanes))
 
     def interval(self, state, theta_bar, setting):
-        sizes = np.diff(state.ends, prepend=0)[1:].astype(float)[:, None]  # batch 0 (burn-in) dropped
-        sums = state.sums[1:]
+        sizes = state.sizes
+        sums = state.sums[1:]  # batch 0 (burn-in) dropped
         means = sums / sizes
         grand = sums.sum(axis=0) / sizes.sum()
         sigma = (sizes * (means - grand) ** 2).sum(axis=0) / sums.shape[0]

@@ -154,8 +154,8 @@ def test_a_users_method_beside_the_zoo_and_at_looks(tmp_path):
         k: v for k, v in by["MyBatchMeans"].items() if k != "method"}
     zoo_rows = {r["method"]: r for r in zoo.tables["zoo"]}
     assert zoo_rows["MyBatchMeans"]["privacy_cost"] == 1
-    # its record: the M + 1 batch ends and sums, the batch index and its end, the open sum (d = 1); BM's: the sums
-    assert zoo_rows["MyBatchMeans"]["state_floats"] == 2 * zoo_rows["BM"]["state_floats"] + 3
+    # its record: the M + 1 batch ends and sums, the M sizes, the batch index and its end, the open sum (d = 1)
+    assert zoo_rows["MyBatchMeans"]["state_floats"] == 3 * zoo_rows["BM"]["state_floats"] - 1 + 3
     looks = ldpsim.run(dict(QUICK, n=20000, reps=4, methods=["BM", MY_BM], looks=3, first_look=5000),
                        out=tmp_path / "looks", progress=False)
     rows = {(r["method"], r["look"]): r for r in looks.tables["looks"]}
@@ -253,7 +253,8 @@ def test_mistakes_in_a_method_file_are_one_line(tmp_path, case):
 
 
 def test_an_exception_in_interval_is_one_line_naming_the_line(tmp_path):
-    spec = variant(tmp_path, "        sums = state.sums[1:]\n", "        sums = state.sums[1:] / 0 + state.oops\n")
+    spec = variant(tmp_path, "        sums = state.sums[1:]  # batch 0 (burn-in) dropped\n",
+                   "        sums = state.sums[1:] / 0 + state.oops\n")
     with pytest.raises(ConfigError, match=r"MyBatchMeans.interval\(\) failed: AttributeError: .*oops.* "
                                           r"\(bad_bm.py, line \d+\)$"):
         ldpsim.run(dict(QUICK, reps=2, methods=["BM", spec]), progress=False)

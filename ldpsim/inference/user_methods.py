@@ -255,6 +255,38 @@ def kernel_state(method, shown: str, setting, dim: int, lanes: int):
     return record
 
 
+def copy_record(record):
+    """A record like ``record`` with every array its own copy (lane arrays too), numbers and schedules as they are."""
+    def one(value):
+        if isinstance(value, LaneArray):
+            return LaneArray(value.array.copy())
+        if isinstance(value, np.ndarray):
+            return value.copy()
+        if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+            return copy_record(value)
+        return value
+
+    return type(record)(*(one(v) for v in record))
+
+
+class StateMaker:
+    """``make(lanes)``: a fresh state record of a user's method for one kernel call of ``lanes`` replications.
+
+    ``state()`` is called once per width (a run's kernel calls share their
+    setting's path keys), each call gets a copy: the user's Python (a batch
+    schedule, say) runs once per run, not once per kernel call.
+    """
+
+    def __init__(self, method, shown: str, setting, dim: int):
+        self.method, self.shown, self.setting, self.dim = method, shown, setting, dim
+        self._built: dict = {}
+
+    def __call__(self, lanes: int):
+        if lanes not in self._built:
+            self._built[lanes] = kernel_state(self.method, self.shown, self.setting, self.dim, lanes)
+        return copy_record(self._built[lanes])
+
+
 def check_instance(method, shown: str, setting, dim: int, theta0: float) -> None:
     """Call the user's method in plain Python before any kernel is compiled: its state, a few updates (one-line errors)."""
     try:
@@ -303,16 +335,21 @@ def bounds(method, shown: str, record, theta_bar: np.ndarray, setting, dim: int)
     lo, hi = call(method, "interval()", shown, method.interval, record, theta_bar, setting)
     own_estimate = type(method).estimate is not IntervalMethod.estimate
     est = call(method, "estimate()", shown, method.estimate, record, theta_bar, setting) if own_estimate else theta_bar
-    out = []
-    for what, value in (("the lower end", lo), ("the upper end", hi), ("estimate()", est)):
-        arr = np.asarray(value, dtype=float).reshape(-1)
-        if arr.shape != (dim,):
-            raise ConfigError(f"methods entry {shown!r}: interval() gave {what} of shape {np.shape(value)}; "
-                              f"({dim},) is expected (one number per coordinate)")
-        out.append(arr)
-    return tuple(out)
+    return _coordinates(lo, "the lower end", shown, dim), _coordinates(hi, "the upper end", shown, dim), \
+        _coordinates(est, "estimate()", shown, dim)
 
 
-__all__ = ["CHECK_STEPS", "IntervalMethod", "add_iterate", "bounds", "build", "canonical", "check_instance", "is_user_method",
-           "kernel_state", "label", "lane_state", "method_class", "method_update", "prepare", "register_update",
-           "state_floats"]
+def _coordinates(value, what: str, shown: str, dim: int) -> np.ndarray:
+    """``value`` as a ``(dim,)`` float array (one line if it is not one number per coordinate)."""
+    if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (dim,):  # (the common case: as is)
+        return value
+    arr = np.asarray(value, dtype=float).reshape(-1)
+    if arr.shape != (dim,):
+        raise ConfigError(f"methods entry {shown!r}: interval() gave {what} of shape {np.shape(value)}; "
+                          f"({dim},) is expected (one number per coordinate)")
+    return arr
+
+
+__all__ = ["CHECK_STEPS", "IntervalMethod", "StateMaker", "add_iterate", "bounds", "build", "canonical", "check_instance",
+           "copy_record", "is_user_method", "kernel_state", "label", "lane_state", "method_class", "method_update",
+           "prepare", "register_update", "state_floats"]

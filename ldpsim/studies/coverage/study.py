@@ -131,11 +131,15 @@ def own_pass_methods(methods) -> tuple:
 
 
 class _UserMethod(NamedTuple):
-    """A user's method in a run: its config value, the instance built with the run's keys, how messages name it."""
+    """A user's method in a run: its config value, the instance built with the run's keys, how messages name it.
+
+    ``make``: its state maker for the kernels of a group of settings (:class:`~ldpsim.inference.user_methods.StateMaker`).
+    """
 
     value: str
     method: object
     shown: str
+    make: object = None
 
 
 def _batch_user(methods) -> str:
@@ -160,10 +164,7 @@ class _Job(NamedTuple):
 
     def user_states(self):
         """Each user's method's state maker for the kernels, ``make(lanes)`` (``None``: there are none)."""
-        if not self.users:
-            return None
-        s, d = self.settings[0], self.model.dim
-        return [partial(user_methods.kernel_state, u.method, u.shown, s, d) for u in self.users]
+        return [u.make for u in self.users] if self.users else None
 
 
 def stream_layout(setting, methods) -> StreamLayout:
@@ -409,8 +410,10 @@ class CoverageStudy(Study):
         layouts = [stream_layout(x, methods) for x in settings]
         zoo = zoo_spec(s, options, build=build_model)
         alone = {m: zoo_spec(s, options, [m], build_model) for m in zoo_methods(methods)} if zoo is not None else None
+        users = tuple(u._replace(make=user_methods.StateMaker(u.method, u.shown, s, model.dim))
+                      for u in _users(options))  # one state per kernel width, copied for each kernel call
         return _Job(settings, methods, model, layouts, model.sigma(s.batch_size), twin, options, zoo, alone,
-                    model.hessian() if "plugin_oracle" in methods else None, _users(options))
+                    model.hessian() if "plugin_oracle" in methods else None, users)
 
     def _replicate(self, job, gens, width=None, timed=True):
         """Replications of ``gens``, their paths side by side (``width`` lanes): per replication, a result per setting.
@@ -542,10 +545,9 @@ class CoverageStudy(Study):
                 if finite:
                     own = {} if job.zoo is None else zoo_bounds(methods, zoo_state, state.theta_bar, setting,
                                                                 job.options, job.zoo, job.hessian)
-                    for u, record in zip(job.users, state.own or ()):
-                        with np.errstate(all="ignore"):  # a non-finite end fails this method's replication alone
-                            own[u.value] = user_methods.bounds(u.method, u.shown, record, state.theta_bar, setting,
-                                                               model.dim)
+                    for u, record in zip(job.users, state.own or ()):  # (numpy's warnings are off: run_chunk's)
+                        own[u.value] = user_methods.bounds(u.method, u.shown, record, state.theta_bar, setting,
+                                                           model.dim)
                     for m, (lo, hi, est) in own.items():
                         k = methods.index(m)
                         bounds[k, :, 0], bounds[k, :, 1], estimate[k] = lo, hi, est
