@@ -95,7 +95,7 @@ from ...inference.streaming import StreamLayout
 from ...privacy import scaling as sc
 from ...privacy.accountants import (DESCRIPTION, IS_BOUND, PLD_FINEST, PLD_GRID, PLD_REFINE, PLD_TOLERANCE, SIGMA_CAP,
                                     calibrate_sigma, check_supported, epsilon_pair, solve_decreasing)
-from ...privacy.accounting import clt_sigma, step_noise_sd
+from ...privacy.clt import clt_sigma, step_noise_sd
 from ...privacy.gdp import gdp_epsilon, gdp_mu
 from . import glm
 from .calibration import SHARE_MOMENTS  # (the study's budget_of = release shares the budget as fit does)
