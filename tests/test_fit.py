@@ -486,7 +486,7 @@ def test_the_poisson_accountant_reproduces_a_known_replace_one_figure():
     # reference: dp-accounting's PLD with REPLACE_ONE, one Poisson-subsampled Gaussian at sigma 1 and q = 0.01
     # composed 1000 times, grid 1e-4, computed with dp-accounting 0.6.0 directly: 2.8434 at delta 1e-5 (the
     # add/remove figure there is 1.8282)
-    from ldpsim.studies.dpsgd.fit import poisson_epsilons
+    from ldpsim.privacy.poisson import poisson_epsilons
 
     alone, total = poisson_epsilons(1.0, 1000, 100, 1, 1e-5)
     assert alone == total and abs(alone - 2.8434) < 3e-3

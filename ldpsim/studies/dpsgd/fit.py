@@ -28,7 +28,7 @@ guarantee is ``(epsilon, delta)``-DP by that accountant under replace-one
 neighbours (data sets of the same ``n`` differing in one row: ``n``, ``T`` and
 the sampling rate ``m / n`` are public): RDP for batches without replacement
 (:func:`ldpsim.privacy.accountants.calibrate_sigma` with ``whole=True``), PLD for
-Poisson batches (:func:`poisson_epsilons`: dp-accounting's replace-one PLD of
+Poisson batches (:func:`ldpsim.privacy.poisson.poisson_epsilons`: dp-accounting's replace-one PLD of
 the Poisson-subsampled Gaussian; an add/remove guarantee would not cover a
 release whose ``T`` and rate are functions of ``n``). The CLT's figure for the
 same noise is printed beside it as a comparison (an approximation, not a
@@ -77,7 +77,6 @@ owner; the guarantee covers a run on data that passes them.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 import warnings
@@ -93,10 +92,10 @@ from ...inference import dpsgd as dpi
 from ...inference.intervals import normal_quantile
 from ...inference.streaming import StreamLayout
 from ...privacy import scaling as sc
-from ...privacy.accountants import (DESCRIPTION, IS_BOUND, PLD_FINEST, PLD_GRID, PLD_REFINE, PLD_TOLERANCE, SIGMA_CAP,
-                                    calibrate_sigma, check_supported, epsilon_pair, solve_decreasing)
-from ...privacy.clt import clt_sigma, step_noise_sd
+from ...privacy.accountants import DESCRIPTION, IS_BOUND, SIGMA_CAP, calibrate_sigma, check_supported, epsilon_pair
+from ...privacy.clt import step_noise_sd
 from ...privacy.gdp import gdp_epsilon, gdp_mu
+from ...privacy.poisson import poisson_calibrate, poisson_epsilons
 from . import glm
 from .calibration import SHARE_MOMENTS  # (the study's budget_of = release shares the budget as fit does)
 from .fitdata import MAX_ABS, check_design, parse_number, read_table
@@ -314,72 +313,6 @@ def _parse_bounds(bounds, names, response=None) -> dict[str, tuple[float, float]
 def _step_sum(steps: int, gamma: float) -> float:
     """An upper bound on ``sum_{t <= T} t^-gamma``: ``1 + int_1^T t^-gamma dt`` (gamma < 1)."""
     return 1.0 + (steps ** (1.0 - gamma) - 1.0) / (1.0 - gamma)
-
-
-# --- Poisson batches under replace-one neighbours (dp-accounting's PLD) ------------------------------------
-
-
-@functools.lru_cache(maxsize=512)
-def _poisson_pair_at(sigma: float, steps: int, n: int, batch_size: int, delta: float, extra_mu: float,
-                     grid: float) -> tuple[float, float]:
-    import dp_accounting as dpa
-
-    acc = dpa.pld.PLDAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE,
-                                value_discretization_interval=grid)
-    # dp-accounting's replace-one moves one example's term from +u to -u with |u| <= 1 noise multiplier unit:
-    # our clip / m (a Poisson batch is averaged over the expected size m)
-    acc.compose(dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(batch_size / n, dpa.GaussianDpEvent(sigma)),
-                                        steps))
-    alone = float(acc.get_epsilon(delta))
-    if extra_mu <= 0:
-        return alone, alone
-    # a mu-GDP Gaussian is distance mu in noise SDs; dp-accounting's replace-one Gaussian has distance 2
-    acc.compose(dpa.GaussianDpEvent(2.0 / extra_mu))
-    return alone, float(acc.get_epsilon(delta))
-
-
-def _poisson_grid(sigma, steps, n, batch_size, delta, extra_mu) -> float:
-    """The PLD grid refined until two grids' epsilons of the whole release agree within PLD_TOLERANCE."""
-    grid = PLD_GRID
-    coarse = _poisson_pair_at(sigma, steps, n, batch_size, delta, extra_mu, grid)[1]
-    while grid / PLD_REFINE >= PLD_FINEST:
-        fine = _poisson_pair_at(sigma, steps, n, batch_size, delta, extra_mu, grid / PLD_REFINE)[1]
-        grid /= PLD_REFINE
-        if abs(coarse - fine) <= PLD_TOLERANCE * fine:
-            break
-        coarse = fine
-    return grid
-
-
-def poisson_epsilons(sigma: float, steps: int, n: int, batch_size: int, delta: float, extra_mu: float = 0.0,
-                     grid: float | None = None) -> tuple[float, float]:
-    """``(path alone, whole release)``: epsilon at ``delta`` of Poisson DP-SGD under replace-one neighbours (PLD).
-
-    ``T`` steps of the Poisson-subsampled Gaussian (rate ``m / n``, noise
-    multiplier ``sigma`` relative to ``clip / m``), composed with a further
-    ``extra_mu``-GDP Gaussian release, by dp-accounting's PLD accountant with
-    ``REPLACE_ONE`` (pessimistic, connect-the-dots; a valid upper bound). The
-    grid is refined until two agree within 0.1% unless given.
-    """
-    capped = min(float(sigma), SIGMA_CAP)  # more noise is post-processing of less (as accountants.SIGMA_CAP)
-    args = (capped, int(steps), int(n), int(batch_size), float(delta), float(extra_mu))
-    grid = _poisson_grid(*args) if grid is None else grid
-    return _poisson_pair_at(*args, grid)
-
-
-def poisson_calibrate(target: float, delta: float, steps: int, n: int, batch_size: int, extra_mu: float) -> float:
-    """The noise multiplier whose whole-release epsilon by :func:`poisson_epsilons` is within 1% below ``target``."""
-    floor = gdp_epsilon(extra_mu, delta) if extra_mu > 0 else 0.0
-    if floor >= target:
-        raise ValueError(f"the further Gaussian releases (mu = {extra_mu:.4g}) alone are epsilon = {floor:.4g} "
-                         f"at delta = {delta:g}, at or above the target {target:g}")
-    total = gdp_mu(target, delta)
-    # the add/remove CLT's answer, doubled (replace-one moves a term twice as far): a start near the root
-    start = 2.0 * clt_sigma(math.sqrt(max(total * total - extra_mu * extra_mu, 1e-12)), batch_size / n, steps,
-                            "poisson")
-    grid = _poisson_grid(min(start, SIGMA_CAP), steps, n, batch_size, delta, extra_mu)
-    return solve_decreasing(lambda s: poisson_epsilons(s, steps, n, batch_size, delta, extra_mu, grid)[1], target,
-                            start, first_step=1.1)
 
 
 # --- the fit ------------------------------------------------------------------------------------------------
@@ -754,5 +687,4 @@ def _nonprivate_fit(model, raw_x, raw_y, centres, level):
 
 
 __all__ = ["CONSTANT_Z", "FitResult", "MAX_STEPS", "MIN_FORGET", "MIN_REACH", "MIN_STEPS", "NOISE_FLOOR",
-           "PLUGIN_SETTLE", "SETTLE_RATIO", "SHARE_MOMENTS", "SHARE_SCALING", "fit", "poisson_calibrate",
-           "poisson_epsilons", "read_table"]
+           "PLUGIN_SETTLE", "SETTLE_RATIO", "SHARE_MOMENTS", "SHARE_SCALING", "fit", "read_table"]
