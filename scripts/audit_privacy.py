@@ -32,7 +32,7 @@ import numpy as np
 from tabulate import tabulate
 
 from ldpsim.models import MODELS  # imports ldpsim first: fixes numba's cache directory
-from ldpsim.privacy.accounting import step_noise_sd
+from ldpsim.privacy.clt import step_noise_sd
 from ldpsim.privacy.audit import TABLE_HEAD, AdditiveProbe, AuditCase, Claim, RandomizedResponseProbe, ReleaseProbe, \
     StepProbe, run_audit, table_rows
 from ldpsim.privacy.ldp import LDP_MECHANISMS, ONE_DIMENSIONAL, make_ldp_mechanism
