@@ -35,7 +35,7 @@ from ldpsim.models import MODELS  # imports ldpsim first: fixes numba's cache di
 from ldpsim.privacy.accounting import step_noise_sd
 from ldpsim.privacy.audit import TABLE_HEAD, AdditiveProbe, AuditCase, Claim, RandomizedResponseProbe, ReleaseProbe, \
     StepProbe, run_audit, table_rows
-from ldpsim.privacy.ldp import LDP_MECHANISMS, ONE_DIMENSIONAL, make_ldp_mechanism
+from ldpsim.privacy.mechanisms import entries, make_ldp_mechanism
 from ldpsim.privacy.gdp import gdp_epsilon
 from ldpsim.reporting.meta import machine
 from ldpsim.studies.dpsgd.kernel import _add_clipped
@@ -197,16 +197,15 @@ LDP_EPSILONS = (0.5, 2.0, 8.0)
 
 
 def ldp_cases() -> list[AuditCase]:
-    """The mechanisms of ldpsim.privacy.ldp through their kernel release, at the scaled inputs -1 and 1.
+    """The releases of the mechanism registry through their kernel release, at the scaled inputs -1 and 1.
 
-    The 1-D ones on one coordinate (on a vector each coordinate is this mechanism at epsilon / d); the
-    multidimensional ones at d = 5 with equal bounds, and duchi_linf also at d = 4 (ties),
-    at the vertices -1 and 1, where each one's density ratio reaches e^eps.
+    Each at the dimensions its entry's audit hook names (``audit_dims``): the 1-D ones on one coordinate
+    (on a vector each coordinate is this mechanism at epsilon / d); the multidimensional ones at d = 5
+    with equal bounds, and duchi_linf also at d = 4 (ties), at the vertices -1 and 1, where each one's
+    density ratio reaches e^eps.
     """
     cases = []
-    shapes = [(name, 1 if name in ONE_DIMENSIONAL else 5) for name in LDP_MECHANISMS]
-    shapes.insert(shapes.index(("duchi_linf", 5)) + 1, ("duchi_linf", 4))  # even d: ties (corrections, item 29)
-    for name, d in shapes:
+    for name, d in [(entry.name, d) for entry in entries(kind="release") for d in entry.audit_dims]:
         for eps in LDP_EPSILONS:
             mech = make_ldp_mechanism(name, eps, np.ones(d))
             x0, x1 = -np.ones(d), np.ones(d)

@@ -30,7 +30,7 @@ from numba.extending import overload
 
 from ..engine.dispatch import by_record
 from ..engine.jit import OVERLOAD_OPTIONS
-from ..privacy.ldp import BoundedMechanism
+from ..privacy.mechanisms.bounded import BoundedMechanism
 
 
 @by_record
@@ -294,7 +294,7 @@ class Model(ABC):
     def privacy_summary(self) -> dict:
         """``guarantee``, ``sensitivity`` and ``noise_variance`` (per coordinate); ``None`` where not defined.
 
-        A release (:mod:`ldpsim.privacy.ldp`) has no sensitivity and a variance that depends on the
+        A release (:data:`~ldpsim.privacy.mechanisms.LDP_MECHANISMS`) has no sensitivity and a variance that depends on the
         gradient: the largest of a coordinate's, in the gradient's units (``bounds_j^2`` times the
         scaled release's), as the online models report it.
         """
