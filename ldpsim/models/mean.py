@@ -24,7 +24,7 @@ from ..engine.dispatch import by_record
 from ..engine.errors import ConfigError
 from ..extend import Model, observe, register_scalar, uniform
 from .truth import truth_of
-from ..privacy.mechanisms import LDP_MECHANISMS, BoundedMechanism, make_mechanism, noise_record, released_scalar
+from ..privacy.mechanisms import BOX_MECHANISMS, BoundedMechanism, make_mechanism, noise_record, released_scalar
 from ..privacy.mechanisms.nprr import NPRR
 
 
@@ -163,7 +163,7 @@ class MeanModel(Model):
     name = "mean"
     dim = 1
     keys = ("mechanism", "delta", "law")
-    mechanisms = ("laplace", "gaussian") + LDP_MECHANISMS
+    mechanisms = BOX_MECHANISMS
     user_mechanisms = True  # a user's additive mechanism (ldpsim.extend.Mechanism) in place of these
     path_keys = ("n", "epsilon", "c", "gamma", "theta0", "mechanism", "delta")
     key_defaults = {"law": "uniform"}

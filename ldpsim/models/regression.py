@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..engine.lanes import lane_array
-from ..privacy.mechanisms import LDP_MECHANISMS, BoundedMechanism, make_mechanism, noise_record
+from ..privacy.mechanisms import BOX_MECHANISMS, BoundedMechanism, make_mechanism, noise_record
 from ..privacy.mechanisms.nprr import NPRR
 from .base import Model
 from .truth import truth_of
@@ -54,7 +54,7 @@ class RegressionModel(Model):
 
     dim = len(COEF)
     keys = ("covariates", "mechanism", "delta", "dim")
-    mechanisms = ("laplace", "gaussian") + LDP_MECHANISMS
+    mechanisms = BOX_MECHANISMS
     user_mechanisms = True  # a user's additive mechanism (ldpsim.extend.Mechanism) in place of these
     key_defaults = {"dim": DEFAULT_DIM}
     late_path_keys = key_defaults  # 000's three covariates: every run before the key

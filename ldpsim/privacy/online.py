@@ -52,14 +52,13 @@ import numpy as np
 
 from ..engine.config import ConfigError, show
 from ..engine.rng import uniform
-from .mechanisms import (LDP_MECHANISMS, ONLINE_MECHANISMS, PER_USER_MECHANISMS, REGISTRY, BoundedMechanism,
-                         make_ldp_mechanism, noise_record)
+from .mechanisms import LDP_MECHANISMS, ONLINE_MECHANISMS, PER_USER_MECHANISMS, REGISTRY, make_ldp_mechanism
 from .mechanisms.duchi import DuchiL2
-from .mechanisms.gaussian_noise import ClassicalGaussian, GaussianNoise, L2Gaussian
+from .mechanisms.gaussian_noise import ClassicalGaussian, L2Gaussian
 from .mechanisms.gaussian_noise import gaussian as _gaussian_draw
 from .mechanisms.gdp_noise import GDPGuarantee
 from .mechanisms.kernel import NoNoise, _fmt, add_noise, register_additive_vector
-from .mechanisms.laplace_noise import L2Laplace, Laplace, LaplaceNoise
+from .mechanisms.laplace_noise import L2Laplace
 from .mechanisms.laplace_noise import laplace as _laplace_draw
 
 #: Which budget key each mechanism reads (the releases read ``epsilon``); ``ONLINE_MECHANISMS`` (the default first)
@@ -373,13 +372,9 @@ def online_noise_record(mechanism, lanes: int = 1):
     """
     if mechanism is None:
         return NoNoise()
-    if isinstance(mechanism, BoundedMechanism):
-        return noise_record(mechanism, lanes)
     if isinstance(mechanism, PerUserBudget):
         return mechanism.record()
-    if isinstance(mechanism, Laplace):
-        return LaplaceNoise(mechanism.scale)
-    return GaussianNoise(float(mechanism.sigma))
+    return mechanism.noise_record(lanes)  # its class's (a release's, Laplace's, a Gaussian's)
 
 
 __all__ = ["BUDGET_KEY", "BudgetLaw", "ClassicalGaussian", "GDPGuarantee", "L2Gaussian", "L2Laplace",

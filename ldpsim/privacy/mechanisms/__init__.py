@@ -62,13 +62,16 @@ MECHANISMS = names(bounded=True)
 ONLINE_MECHANISMS = tuple(sorted(names(online=True), key=lambda n: not REGISTRY[n].online_default))
 #: Of those, the mechanisms whose budget may be drawn per user.
 PER_USER_MECHANISMS = tuple(n for n in ONLINE_MECHANISMS if REGISTRY[n].per_user)
+#: The mechanisms of a gradient in a box ``|g_j| <= bounds[j]`` (the models ``mean``, ``linear``, ``logistic``,
+#: ``quantile_regression``): additive noise calibrated to the box's sensitivity, then the releases.
+BOX_MECHANISMS = names(kind="additive", bounded=True) + LDP_MECHANISMS
 #: The releases' classes by name.
 CLASSES = {e.name: e.cls for e in entries(kind="release")}
 
 
 def make_ldp_mechanism(name: str, epsilon: float, bounds) -> BoundedMechanism:
     """The release ``name`` (:data:`LDP_MECHANISMS`) for a gradient in the box ``|g_j| <= bounds[j]``."""
-    return CLASSES[name](float(epsilon), bounds)
+    return CLASSES[name].from_bounds(epsilon, bounds)
 
 
 def make_mechanism(name: str, epsilon: float, bounds, delta: float | None = None):
@@ -77,9 +80,10 @@ def make_mechanism(name: str, epsilon: float, bounds, delta: float | None = None
     Parameters
     ----------
     name : str
-        ``'laplace'`` (calibrated to the l1 sensitivity), ``'gaussian'`` (the
-        l2 sensitivity, analytic calibration), both computed from ``bounds``;
-        one of :data:`LDP_MECHANISMS`; or a user's ``'path/to/file.py:Class'``.
+        One of :data:`BOX_MECHANISMS`, built by its class's ``from_bounds``
+        (``'laplace'`` calibrated to the l1 sensitivity of the box,
+        ``'gaussian'`` to its l2 sensitivity, analytically), or a user's
+        ``'path/to/file.py:Class'``.
     epsilon : float
         Privacy budget; ``inf`` gives ``None`` (no mechanism).
     bounds : array_like
@@ -93,35 +97,27 @@ def make_mechanism(name: str, epsilon: float, bounds, delta: float | None = None
     """
     if math.isinf(epsilon):
         return None
-    if name == "laplace":
-        return Laplace(epsilon, sensitivity(bounds, "l1"))
-    if name == "gaussian":
-        return Gaussian(epsilon, delta, sensitivity(bounds, "l2"))
-    if name in LDP_MECHANISMS:
-        return make_ldp_mechanism(name, epsilon, bounds)
+    if name in BOX_MECHANISMS:
+        return REGISTRY[name].cls.from_bounds(epsilon, bounds, delta)
     if usercode.looks_like_spec(name):  # a user's mechanism, path/to/file.py:Class
         return build_mechanism(name, epsilon, bounds, delta)
-    raise ValueError(f"mechanism = {name!r} is not a mechanism of a bounded gradient; allowed: laplace, gaussian, "
-                     f"{', '.join(LDP_MECHANISMS)}")
+    raise ValueError(f"mechanism = {name!r} is not a mechanism of a bounded gradient; allowed: "
+                     f"{', '.join(BOX_MECHANISMS)}")
 
 
 def noise_record(mechanism, lanes: int = 1):
-    """The kernel record of a mechanism from :func:`make_mechanism` (``None``: no noise); scratch for ``lanes``."""
+    """The kernel record of a mechanism (``None``: no noise): its class's ``noise_record``; scratch for ``lanes``."""
     if mechanism is None:
         return NoNoise()
-    if isinstance(mechanism, BoundedMechanism):
-        return BoundedNoise(mechanism.record(lanes), mechanism.bounds.copy(), lane_array(mechanism.dim, lanes))
-    if isinstance(mechanism, Laplace):
-        return LaplaceNoise(mechanism.scale)
     if isinstance(mechanism, Mechanism):
         record = user_record(mechanism, lanes)
         if type(record) in release.registry:
             return BoundedNoise(record, mechanism.bounds.astype(float), lane_array(mechanism.bounds.size, lanes))
         return record
-    return GaussianNoise(mechanism.sigma)
+    return mechanism.noise_record(lanes)
 
 
-__all__ = ["BoundedMechanism", "BoundedNoise", "CLASSES", "ClassicalGaussian", "Gaussian", "GaussianNoise",
+__all__ = ["BOX_MECHANISMS", "BoundedMechanism", "BoundedNoise", "CLASSES", "ClassicalGaussian", "Gaussian", "GaussianNoise",
            "L2Gaussian", "L2Laplace", "LDP_MECHANISMS", "Laplace", "LaplaceNoise", "MECHANISMS", "Mechanism",
            "MechanismEntry", "NoNoise", "ONE_DIMENSIONAL", "ONLINE_MECHANISMS", "PER_USER_MECHANISMS", "REGISTRY",
            "RELEASE_PROBES", "REPEAT_DRAWS", "RandomizedResponse", "add_noise", "add_released", "add_released_joint", "build_mechanism",

@@ -23,7 +23,8 @@ import numpy as np
 
 from ...engine.dispatch import by_record
 from ...engine.jit import dual
-from .kernel import _fmt, register_release
+from ...engine.lanes import lane_array
+from .kernel import BoundedNoise, _fmt, register_release
 
 
 @dual(inline=True)
@@ -107,9 +108,18 @@ class BoundedMechanism:
         """Not an additive mechanism: no sensitivity."""
         return None
 
+    @classmethod
+    def from_bounds(cls, epsilon: float, bounds, delta: float | None = None) -> "BoundedMechanism":
+        """The release of a gradient in the box ``|g_j| <= bounds[j]`` (pure epsilon-LDP: ``delta`` is not read)."""
+        return cls(float(epsilon), bounds)
+
     def record(self, lanes: int = 1):
         """The kernel record of the release (:func:`~.kernel.release`)."""
         raise NotImplementedError
+
+    def noise_record(self, lanes: int = 1) -> BoundedNoise:
+        """The record the models hold: the release's, with the bounds and a scratch vector per lane."""
+        return BoundedNoise(self.record(lanes), self.bounds.copy(), lane_array(self.dim, lanes))
 
     @property
     def output_bound(self) -> np.ndarray:

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...engine.jit import jit
 from ...engine.rng import normal
-from .additive import _check_epsilon, _check_sensitivity
+from .additive import _check_epsilon, _check_sensitivity, sensitivity
 from .kernel import _fmt, register_noise
 from .registry import register
 
@@ -156,6 +156,15 @@ class Gaussian:
         if not 0.0 < self.delta < 1.0:
             raise ValueError(f"delta must be in (0, 1), got {self.delta}")
 
+    @classmethod
+    def from_bounds(cls, epsilon: float, bounds, delta: float | None = None) -> "Gaussian":
+        """Calibrated to the l2 sensitivity of a gradient in the box ``|g_j| <= bounds[j]``."""
+        return cls(epsilon, delta, sensitivity(bounds, "l2"))
+
+    def noise_record(self, lanes: int = 1) -> "GaussianNoise":
+        """The kernel record: i.i.d. ``N(0, sigma^2)`` per coordinate."""
+        return GaussianNoise(float(self.sigma))
+
     @functools.cached_property  # a root search: once per mechanism, not per access
     def sigma(self) -> float:
         """Smallest sigma with ``gaussian_delta(sigma, epsilon, sensitivity) <= delta``.
@@ -237,6 +246,10 @@ class ClassicalGaussian:
     @property
     def variance(self) -> float:
         return self.sigma**2
+
+    def noise_record(self, lanes: int = 1) -> "GaussianNoise":
+        """The kernel record: i.i.d. ``N(0, sigma^2)`` per coordinate."""
+        return GaussianNoise(float(self.sigma))
 
     @property
     def exact_delta(self) -> float:

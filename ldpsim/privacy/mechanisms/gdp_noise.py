@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .gaussian_noise import gaussian_delta
+from .gaussian_noise import GaussianNoise, gaussian_delta
 from .kernel import _fmt
 from .registry import register
 
@@ -62,6 +62,10 @@ class GaussianGDP:
     def variance(self) -> float:
         """Variance added to each coordinate, ``sigma^2``."""
         return self.sigma**2
+
+    def noise_record(self, lanes: int = 1) -> GaussianNoise:
+        """The kernel record: the Gaussian family's, i.i.d. ``N(0, sigma^2)`` per coordinate."""
+        return GaussianNoise(float(self.sigma))
 
     @property
     def guarantee(self) -> str:

@@ -16,7 +16,7 @@ from typing import ClassVar, NamedTuple
 
 from ...engine.jit import dual
 from ...engine.rng import exponential
-from .additive import _check_epsilon, _check_sensitivity
+from .additive import _check_epsilon, _check_sensitivity, sensitivity
 from .kernel import _fmt, register_noise
 from .registry import register
 
@@ -47,6 +47,15 @@ class Laplace:
     def __post_init__(self):
         _check_epsilon(self.epsilon)
         _check_sensitivity(self.sensitivity)
+
+    @classmethod
+    def from_bounds(cls, epsilon: float, bounds, delta: float | None = None) -> "Laplace":
+        """Calibrated to the l1 sensitivity of a gradient in the box ``|g_j| <= bounds[j]``."""
+        return cls(epsilon, sensitivity(bounds, "l1"))
+
+    def noise_record(self, lanes: int = 1) -> "LaplaceNoise":
+        """The kernel record: i.i.d. ``Lap(0, scale)`` per coordinate."""
+        return LaplaceNoise(self.scale)
 
     @property
     def scale(self) -> float:
