@@ -1,13 +1,36 @@
-"""What the additive mechanisms (Laplace, Gaussian) share: the sensitivity of a gradient in a box, the checks.
+"""What the additive mechanisms (Laplace, the Gaussians, GDP) share: a box's sensitivity, the checks, the guarantee.
 
-The noise itself, its record and its draw are each family's (:mod:`.laplace_noise`, :mod:`.gaussian_noise`).
+The noise itself, its record and its draw are each family's (:mod:`.laplace_noise`,
+:mod:`.gaussian_noise`, :mod:`.gdp_noise`); randomized response (:mod:`.rr`) states
+its guarantee as they do (:class:`Guaranteed`).
 """
 
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
+
+
+class Guaranteed:
+    """A mechanism whose budget may be infinite (no privacy, no noise): its guarantee is :meth:`claim` otherwise."""
+
+    #: The budget's attribute, as the guarantee names it.
+    budget_key: ClassVar[str] = "epsilon"
+    #: What an infinite budget switches off, as the guarantee says it.
+    switched_off: ClassVar[str] = "noise"
+
+    @property
+    def guarantee(self) -> str:
+        """The privacy guarantee in one line (``no privacy (...)`` at an infinite budget)."""
+        if math.isinf(getattr(self, self.budget_key)):
+            return f"no privacy ({self.budget_key} = inf, {self.switched_off} off)"
+        return self.claim()
+
+    def claim(self) -> str:
+        """The guarantee at a finite budget."""
+        raise NotImplementedError
 
 
 def sensitivity(bounds, norm) -> float:
@@ -61,4 +84,12 @@ def _check_sensitivity(value: float) -> None:
         raise ValueError(f"sensitivity must be finite and > 0, got {value}")
 
 
-__all__ = ["sensitivity"]
+class Calibrated(Guaranteed):
+    """Noise calibrated to a ``sensitivity`` at a budget ``epsilon`` (dataclass fields of the subclass), checked when built."""
+
+    def __post_init__(self):
+        _check_epsilon(self.epsilon)
+        _check_sensitivity(self.sensitivity)
+
+
+__all__ = ["Calibrated", "Guaranteed", "sensitivity"]

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...engine.jit import jit
 from ...engine.rng import normal
-from .additive import _check_epsilon, _check_sensitivity, sensitivity
+from .additive import Calibrated, Guaranteed, _check_epsilon, _check_sensitivity, sensitivity
 from .kernel import _fmt, register_noise
 from .registry import register
 
@@ -124,7 +124,7 @@ def classical_gaussian_sigma(epsilon, delta, sensitivity) -> float:
 
 
 @dataclass(frozen=True)
-class Gaussian:
+class Gaussian(Calibrated):
     """The Gaussian mechanism, (epsilon, delta)-LDP, analytically calibrated.
 
     Adds i.i.d. ``N(0, sigma^2)`` noise to every coordinate of a gradient
@@ -149,10 +149,10 @@ class Gaussian:
     sensitivity: float
 
     name: ClassVar[str] = "gaussian"
+    switched_off: ClassVar[str] = "Gaussian noise"
 
     def __post_init__(self):
-        _check_epsilon(self.epsilon)
-        _check_sensitivity(self.sensitivity)
+        super().__post_init__()
         if not 0.0 < self.delta < 1.0:
             raise ValueError(f"delta must be in (0, 1), got {self.delta}")
 
@@ -203,11 +203,8 @@ class Gaussian:
         """Variance added to each coordinate, ``sigma^2``."""
         return self.sigma**2
 
-    @property
-    def guarantee(self) -> str:
-        """The guarantee in one line, e.g. ``(epsilon = 1, delta = 1e-05) LDP (Gaussian, l2 sensitivity 2)``."""
-        if math.isinf(self.epsilon):
-            return "no privacy (epsilon = inf, Gaussian noise off)"
+    def claim(self) -> str:
+        """E.g. ``(epsilon = 1, delta = 1e-05) LDP (Gaussian, l2 sensitivity 2)``."""
         return (
             f"(epsilon = {_fmt(self.epsilon)}, delta = {_fmt(self.delta)}) LDP "
             f"(Gaussian, l2 sensitivity {_fmt(self.sensitivity)})"
@@ -215,7 +212,7 @@ class Gaussian:
 
 
 @dataclass(frozen=True)
-class ClassicalGaussian:
+class ClassicalGaussian(Guaranteed):
     """The Gaussian mechanism with the classical calibration ``sigma = D sqrt(2 ln(1.25/delta)) / epsilon``.
 
     (epsilon, delta)-LDP for epsilon < 1 (Dwork & Roth, Theorem A.1); for
@@ -238,6 +235,7 @@ class ClassicalGaussian:
     sensitivity: float
 
     name: ClassVar[str] = "gaussian_classical"
+    switched_off: ClassVar[str] = "Gaussian noise"
 
     @property
     def sigma(self) -> float:
@@ -256,10 +254,7 @@ class ClassicalGaussian:
         """The smallest delta this sigma attains at epsilon (Balle & Wang's formula)."""
         return gaussian_delta(self.sigma, self.epsilon, self.sensitivity)
 
-    @property
-    def guarantee(self) -> str:
-        if math.isinf(self.epsilon):
-            return "no privacy (epsilon = inf, Gaussian noise off)"
+    def claim(self) -> str:
         return (f"(epsilon = {_fmt(self.epsilon)}, delta = {_fmt(self.delta)}) LDP (Gaussian, classical calibration, "
                 f"l2 sensitivity {self.sensitivity:.4g}; exact delta at this sigma {self.exact_delta:.3g})")
 
@@ -268,10 +263,7 @@ class ClassicalGaussian:
 class L2Gaussian(Gaussian):
     """:class:`Gaussian` (analytic calibration) with a guarantee that prints 4 digits of ``D``."""
 
-    @property
-    def guarantee(self) -> str:
-        if math.isinf(self.epsilon):
-            return "no privacy (epsilon = inf, Gaussian noise off)"
+    def claim(self) -> str:
         return (f"(epsilon = {_fmt(self.epsilon)}, delta = {_fmt(self.delta)}) LDP (Gaussian, analytic calibration, "
                 f"l2 sensitivity {self.sensitivity:.4g})")
 

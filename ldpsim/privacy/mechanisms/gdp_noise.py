@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from .additive import Guaranteed
 from .gaussian_noise import GaussianNoise, gaussian_delta
 from .kernel import _fmt
 from .registry import register
@@ -32,7 +33,7 @@ def gdp_delta(epsilon: float, mu: float) -> float:
 
 
 @dataclass(frozen=True)
-class GaussianGDP:
+class GaussianGDP(Guaranteed):
     """The Gaussian mechanism calibrated to mu-GDP: ``N(0, sigma^2)`` per coordinate, ``sigma = D / mu``.
 
     Parameters
@@ -47,6 +48,8 @@ class GaussianGDP:
     sensitivity: float
 
     name: ClassVar[str] = "gdp"
+    budget_key: ClassVar[str] = "mu"
+    switched_off: ClassVar[str] = "Gaussian noise"
 
     def __post_init__(self):
         _check_mu(self.mu)
@@ -67,11 +70,8 @@ class GaussianGDP:
         """The kernel record: the Gaussian family's, i.i.d. ``N(0, sigma^2)`` per coordinate."""
         return GaussianNoise(float(self.sigma))
 
-    @property
-    def guarantee(self) -> str:
+    def claim(self) -> str:
         """E.g. ``mu = 1 GDP (Gaussian, l2 sensitivity 2): (epsilon = 1, delta = 0.127) DP``."""
-        if math.isinf(self.mu):
-            return "no privacy (mu = inf, Gaussian noise off)"
         return (f"mu = {_fmt(self.mu)} GDP (Gaussian, l2 sensitivity {_fmt(self.sensitivity)}): "
                 f"(epsilon = 1, delta = {gdp_delta(1.0, self.mu):.3g}) DP")
 
@@ -80,10 +80,7 @@ class GaussianGDP:
 class GDPGuarantee(GaussianGDP):
     """:class:`ldpsim.privacy.gdp.GaussianGDP` whose guarantee also lists (epsilon, delta(epsilon)) at epsilon = 1, 2, 3."""
 
-    @property
-    def guarantee(self) -> str:
-        if math.isinf(self.mu):
-            return "no privacy (mu = inf, Gaussian noise off)"
+    def claim(self) -> str:
         pairs = ", ".join(f"({e}, {gdp_delta(float(e), self.mu):.3g})" for e in (1, 2, 3))
         return (f"mu = {_fmt(self.mu)} GDP (Gaussian, l2 sensitivity {self.sensitivity:.4g}): "
                 f"(epsilon, delta) LDP for {pairs}, ...")

@@ -16,13 +16,13 @@ from typing import ClassVar, NamedTuple
 
 from ...engine.jit import dual
 from ...engine.rng import exponential
-from .additive import _check_epsilon, _check_sensitivity, sensitivity
+from .additive import Calibrated, sensitivity
 from .kernel import _fmt, register_noise
 from .registry import register
 
 
 @dataclass(frozen=True)
-class Laplace:
+class Laplace(Calibrated):
     """The Laplace mechanism, epsilon-LDP (000, Example 2.1).
 
     Adds i.i.d. ``Lap(0, b)`` noise, ``b = sensitivity / epsilon``, to every
@@ -43,10 +43,7 @@ class Laplace:
     sensitivity: float
 
     name: ClassVar[str] = "laplace"
-
-    def __post_init__(self):
-        _check_epsilon(self.epsilon)
-        _check_sensitivity(self.sensitivity)
+    switched_off: ClassVar[str] = "Laplace noise"
 
     @classmethod
     def from_bounds(cls, epsilon: float, bounds, delta: float | None = None) -> "Laplace":
@@ -69,11 +66,8 @@ class Laplace:
         """Variance added to each coordinate, ``2 b^2``."""
         return 2.0 * self.scale**2
 
-    @property
-    def guarantee(self) -> str:
-        """The privacy guarantee in one line, e.g. ``epsilon = 1 LDP (Laplace, l1 sensitivity 4)``."""
-        if math.isinf(self.epsilon):
-            return "no privacy (epsilon = inf, Laplace noise off)"
+    def claim(self) -> str:
+        """E.g. ``epsilon = 1 LDP (Laplace, l1 sensitivity 4)``."""
         return f"epsilon = {_fmt(self.epsilon)} LDP (Laplace, l1 sensitivity {_fmt(self.sensitivity)})"
 
 
@@ -84,10 +78,7 @@ class L2Laplace(Laplace):
     dim: int = 1
     l2_sensitivity: float = 1.0
 
-    @property
-    def guarantee(self) -> str:
-        if math.isinf(self.epsilon):
-            return "no privacy (epsilon = inf, Laplace noise off)"
+    def claim(self) -> str:
         return (f"epsilon = {_fmt(self.epsilon)} LDP (Laplace, l1 sensitivity sqrt({self.dim}) x "
                 f"{self.l2_sensitivity:.4g} = {self.sensitivity:.4g})")
 

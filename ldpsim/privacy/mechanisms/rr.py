@@ -14,12 +14,13 @@ from typing import ClassVar
 
 from ...engine.jit import jit
 from ...engine.rng import uniform
+from .additive import Guaranteed
 from .kernel import _fmt
 from .registry import register
 
 
 @dataclass(frozen=True)
-class RandomizedResponse:
+class RandomizedResponse(Guaranteed):
     """Randomized response on a bit, debiased (000, Example 2.2 and Section 4).
 
     The true bit is reported with probability ``p = e^eps / (1 + e^eps)`` and
@@ -35,12 +36,10 @@ class RandomizedResponse:
     epsilon: float
 
     name: ClassVar[str] = "rr"
+    switched_off: ClassVar[str] = "randomized response"
 
-    @property
-    def guarantee(self) -> str:
-        """The privacy guarantee in one line, e.g. ``epsilon = 1 LDP (randomized response)``."""
-        if math.isinf(self.epsilon):
-            return "no privacy (epsilon = inf, randomized response off)"
+    def claim(self) -> str:
+        """E.g. ``epsilon = 1 LDP (randomized response)``."""
         return f"epsilon = {_fmt(self.epsilon)} LDP (randomized response)"
 
     @property
