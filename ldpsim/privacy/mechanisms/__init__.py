@@ -8,7 +8,7 @@ and guarantee text, and registers each mechanism in :mod:`.registry`:
 module                  mechanisms (config names)
 ======================  ==================================================================
 :mod:`.rr`              ``rr``: randomized response on a bit (the quantile model)
-:mod:`.laplace_noise`   ``laplace``, with its per-user form
+:mod:`.laplace_noise`   ``laplace`` (to a box's l1 sensitivity, or to Shi et al.'s l2 bound)
 :mod:`.gaussian_noise`  ``gaussian`` (analytic), ``gaussian_classical``, DP-SGD's step noise
 :mod:`.gdp_noise`       ``gdp``: mu-GDP, the online models' default
 :mod:`.duchi`           ``duchi``, ``duchi_linf``, ``duchi_l2``
@@ -21,8 +21,12 @@ module                  mechanisms (config names)
 
 What they share: :mod:`.kernel` (the functions a record is registered with
 and the models call), :mod:`.additive` (the sensitivity of a gradient in a
-box), :mod:`.bounded` (the releases' base class and 1-D loop); a user's
-mechanism (:mod:`ldpsim.extend`) is checked and built by :mod:`.user`.
+box, the guarantee line and the checks), :mod:`.bounded` (the releases' base
+class and 1-D loop); a user's mechanism (:mod:`ldpsim.extend`) is checked
+and built by :mod:`.user`. Each class builds itself from a box's bounds
+(``from_bounds``) and gives its kernel record (``noise_record``); the
+calibration of Shi et al.'s online models and their per-user budgets is
+:mod:`ldpsim.privacy.online`'s.
 
 Every list of names below is read from the registry; :func:`make_mechanism`
 and :func:`noise_record` build a model's mechanism and its kernel record.
