@@ -38,7 +38,7 @@ from ldpsim.privacy.audit import TABLE_HEAD, AdditiveProbe, AuditCase, Claim, Ra
 from ldpsim.privacy.mechanisms import entries, make_ldp_mechanism
 from ldpsim.privacy.gdp import gdp_epsilon
 from ldpsim.reporting.meta import machine
-from ldpsim.studies.dpsgd.kernel import _add_clipped
+from ldpsim.studies.dpsgd.kernel import MODELS as DPSGD_MODELS, _add_clipped
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "audit.md"
 BEGIN, END = "<!-- audit table: written by scripts/audit_privacy.py -->", "<!-- end of audit table -->"
@@ -149,7 +149,7 @@ def model_cases() -> list[AuditCase]:
     return cases
 
 
-def dpsgd_pair(clip: float, batch_size: int, sampling: str, d: int = 2, logistic: bool = False):
+def dpsgd_pair(clip: float, batch_size: int, sampling: str, d: int = 2, model: str = "linear"):
     """Two neighbouring batches' clipped mean gradients, clipped by the DP-SGD kernel's own ``_add_clipped``.
 
     The batch holds ``batch_size - 1`` shared examples and one more whose
@@ -163,15 +163,16 @@ def dpsgd_pair(clip: float, batch_size: int, sampling: str, d: int = 2, logistic
     X = np.vstack([gen.standard_normal((batch_size - 1, d)), np.full((1, d), 1.0)])
     y_shared = gen.standard_normal(batch_size - 1)
     theta = np.zeros(d)
+    record = DPSGD_MODELS[model]
     means = []
     for y_last in (-1e6, 1e6):
         y = np.r_[y_shared, y_last]
         xnorm = np.sqrt((X * X).sum(axis=1))
         grad = np.zeros(d)
         for i in range(batch_size - 1):
-            _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad, True)
+            _add_clipped(X, y, xnorm, i, theta, record, clip, grad, True)
         shared = grad.copy()
-        _add_clipped(X, y, xnorm, batch_size - 1, theta, logistic, clip, grad, True)
+        _add_clipped(X, y, xnorm, batch_size - 1, theta, record, clip, grad, True)
         means.append((shared if sampling == "poisson" and y_last < 0 else grad) / batch_size)
     return means[0], means[1]
 
