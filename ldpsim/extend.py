@@ -54,9 +54,8 @@ from .engine.jit import dual
 from .engine.lanes import all_lanes, any_lane, lane_array, lnot, where
 from .engine.rng import exponential, exponential_where, normal, normal_where, uniform, uniform_where
 from .models.base import Model, constrain, observe, register_scalar, register_vector
-from .privacy.ldp import register_release
 from .privacy.mechanisms import (Mechanism, add_noise, draw_noise, gaussian, laplace, randomized_response, register_noise,
-                                 sensitivity)
+                                 register_release, sensitivity)
 
 
 def kernel_function(func):

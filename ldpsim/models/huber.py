@@ -134,7 +134,7 @@ def huber_gradient(params, obs, theta, gen, out):
 
     Draws: ``d`` normals (``z``) and one normal (the error, ``obs``) were
     drawn by :func:`draw_huber`; then the mechanism's. A release
-    (``huber_clip`` with a mechanism of :mod:`ldpsim.privacy.ldp`) replaces
+    (``huber_clip`` with a release of :data:`~ldpsim.privacy.mechanisms.LDP_MECHANISMS`) replaces
     the clipped gradient by its release instead of adding noise.
     """
     x = params.x

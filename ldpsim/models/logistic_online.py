@@ -58,7 +58,7 @@ def logistic_online_gradient(params, obs, theta, gen, out):
 
     Draws: ``d`` normals (``z``) and one uniform (``obs``) were drawn by
     :func:`draw_logistic_online`; then the mechanism's. A release
-    (``logistic_clip`` with a mechanism of :mod:`ldpsim.privacy.ldp`)
+    (``logistic_clip`` with a release of :data:`~ldpsim.privacy.mechanisms.LDP_MECHANISMS`)
     replaces the clipped gradient by its release instead of adding noise.
     """
     x = params.x

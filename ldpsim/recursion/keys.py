@@ -27,8 +27,8 @@ from ..models import user as user_models
 from ..models.covariates import COVARIATES
 from ..models.mean import parse_law
 from ..models.quantile import parse_law as parse_quantile_law
-from ..privacy.mechanisms import MECHANISMS, Mechanism
-from ..privacy.online import ONLINE_MECHANISMS, parse_budget
+from ..privacy.mechanisms import Mechanism, names
+from ..privacy.online import parse_budget
 
 
 def parse_data_law(name: str, value) -> str:
@@ -45,8 +45,8 @@ def parse_data_law(name: str, value) -> str:
                       "and a + b <= 200 (model mean); normal or cauchy (model quantile)")
 
 
-#: The built-in mechanisms' names, as configs spell them.
-MECHANISM_NAMES = MECHANISMS + tuple(m for m in ONLINE_MECHANISMS if m not in MECHANISMS)
+#: The built-in mechanisms' names, as configs spell them (every entry of the registry, in its order).
+MECHANISM_NAMES = names()
 
 
 def _mechanism_value(name: str, value):

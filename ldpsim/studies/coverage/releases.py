@@ -21,7 +21,7 @@ from ...engine.config import ConfigError, show
 from ...engine.dispatch import by_record
 from ...inference.nprr_cs import (PARAMS_SIZE, RELEASE_METHODS, STATE_SIZE, nprr_running_bounds, nprr_state,
                                   nprr_update, release_params, released_value)
-from ...privacy.ldp import NPRR
+from ...privacy.mechanisms.nprr import NPRR
 
 
 # The kernel's tap is a record: a run without release methods passes NoTap, whose functions compile to nothing,
