@@ -42,8 +42,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..extend import all_lanes, any_lane, constrain, lane_array, normal, observe, register_vector, where
+from ..engine.lanes import all_lanes, any_lane, lane_array, where
+from ..engine.rng import normal
 from ..privacy.mechanisms import add_released_joint
+from .base import constrain, observe, register_vector
 from .covariates import predictors
 from .design import MALLOWS_NORM_SUP, chi2_expect, draw_design, gauss_legendre, squared_norm
 from .online import Clipped, OnlineModel, numerical_jacobian

@@ -29,8 +29,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..extend import all_lanes, lane_array, observe, register_vector, uniform, where
+from ..engine.lanes import all_lanes, lane_array, where
+from ..engine.rng import uniform
 from ..privacy.mechanisms import add_released
+from .base import observe, register_vector
 from .covariates import predictors
 from .design import MALLOWS_NORM_SUP, chi2_expect, draw_design, gauss_legendre, orthonormal_pair, squared_norm
 from .online import Clipped, OnlineModel, solve_root

@@ -22,10 +22,11 @@ import numpy as np
 
 from ..engine.dispatch import by_record
 from ..engine.errors import ConfigError
-from ..extend import Model, observe, register_scalar, uniform
-from .truth import truth_of
+from ..engine.rng import uniform
 from ..privacy.mechanisms import BOX_MECHANISMS, BoundedMechanism, make_mechanism, noise_record, released_scalar
 from ..privacy.mechanisms.nprr import NPRR
+from .base import Model, observe, register_scalar
+from .truth import truth_of
 
 
 class UniformLaw(NamedTuple):
