@@ -469,6 +469,7 @@ def _recomposed_poisson(result):
     return acc.get_epsilon(result.delta)
 
 
+@pytest.mark.slow  # the fit calibrates Poisson batches by PLD at each trial sigma: 17 s alone, 27 s in a loaded tier
 def test_poisson_batches_state_the_replace_one_guarantee_that_makes_n_public(tmp_path):
     # fit --sampling poisson stated an add/remove guarantee but printed n and T = n^kappa, which differ
     # between add/remove neighbours. Now replace-one (n public), by dp-accounting's PLD with REPLACE_ONE,
