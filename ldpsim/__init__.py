@@ -10,6 +10,7 @@ Layers, bottom to top (each imports only the ones before it):
 * :mod:`ldpsim.recursion`: the jitted LDP-SGD kernels and their Python twins;
 * :mod:`ldpsim.reporting`: CSV tables, Monte Carlo statistics, figures, the papers' tables;
 * :mod:`ldpsim.studies`: what a run computes, summarises and draws (``coverage``, ``trajectory``);
+* :mod:`ldpsim.fit`: ``ldpsim fit``, DP-SGD and its private intervals on a user's data (not a Monte Carlo study);
 * :mod:`ldpsim.api` and :mod:`ldpsim.cli`: ``ldpsim.run(...)`` and ``python -m ldpsim``.
 """
 
@@ -22,7 +23,7 @@ from .engine.errors import ConfigError, ConfigWarning, MissingExtra  # noqa: E40
 
 #: The layers a plain ``import ldpsim`` no longer imports (the studies load on a config's first load, issue 41),
 #: still reached as attributes of the package: ``ldpsim.models`` imports :mod:`ldpsim.models` on first use.
-_LAYERS = ("engine", "privacy", "models", "inference", "recursion", "reporting", "studies", "extend")
+_LAYERS = ("engine", "privacy", "models", "inference", "recursion", "reporting", "studies", "fit", "extend")
 
 
 def __getattr__(name):

@@ -335,7 +335,12 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "auto"
         "git_commit": commit,
         "machine": machine(),
     }
-    meta.update(study.run_meta(config))  # users' files (path, SHA-256) and the truths estimated for them
+    from .models.truth import deferred
+
+    with deferred():  # an estimate not made yet is made beside the kernels' compilation, and recorded after it
+        extra = study.run_meta(config)  # users' files (path, SHA-256) and the truths estimated for them
+    truth_pending = extra.pop("truth_pending", False)
+    meta.update(extra)
     handle = None
     if out is not None:
         keys = {chunk_key(study, s, config) for s in config.settings}
@@ -354,6 +359,8 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "auto"
         chunks = simulate(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
                           chunk_dir=handle.chunks if handle is not None else None, resume=resume,
                           progress=progress, log=log, stats=stats, lanes=lanes)
+        if truth_pending:
+            meta.update(study.run_meta(config))
         _record_invocation(meta, stats, started, time.perf_counter() - tic, "complete")
         with np.errstate(all="ignore"):  # non-finite statistics are written as nan, not warned about
             tables = study.summarize(config, chunks)

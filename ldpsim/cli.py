@@ -197,7 +197,7 @@ def _lanes(text: str) -> int:
 
 def _decimal(text: str) -> float:
     """A fit option's number under the one rule of fit's numbers (``1_000`` and hex refused, as in cells)."""
-    from .studies.dpsgd.fitdata import parse_number
+    from .fit.read import parse_number
 
     try:
         return parse_number(text)
@@ -214,8 +214,8 @@ def _whole(text: str) -> int:
 
 def _fit(args) -> int:
     from .engine.config import as_int
-    from .studies.dpsgd.fit import fit
-    from .studies.dpsgd.fitdata import NUMBER_RULE, parse_number
+    from .fit import fit
+    from .fit.read import NUMBER_RULE, parse_number
 
     data, covariates, bounds = args.data, args.covariates, args.bounds
     if data is None:

@@ -7,7 +7,7 @@ generated from the code so that they cannot drift.
     <!-- keys:trajectory minus:coverage -->  only the keys the other study does not declare alike
     <!-- studies -->                         the registered studies, the default first
     <!-- models -->, <!-- models:full -->   the built-in models (full: every mechanism of each; short: none)
-    <!-- mechanisms -->                      the built-in mechanisms and the models that take them (short: grouped)
+    <!-- mechanisms -->                      the registered mechanisms and the models that take them (short: grouped)
     <!-- methods -->                         the interval methods of the coverage study (methods:STUDY another study's;
                                              methods:registry each method's declaration; ldpsim.inference.methods)
     <!-- cli -->                             every command of ``python -m ldpsim`` and its flags
@@ -52,24 +52,6 @@ ROOT = Path(__file__).resolve().parents[1]
 _KINDS = ("keys", "studies", "models", "mechanisms", "methods", "cli", "outputs", "papers", "compare")
 _BLOCK = re.compile(r"(<!-- ((" + "|".join(_KINDS) + r")(?::[^>]*?)?) -->\n)(.*?)(<!-- /\3 -->)", re.S)
 
-#: What each built-in mechanism does, and whose it is (a mechanism added to ldpsim without a line here
-#: fails ``python -m ldpsim.docgen`` and tests/test_docs.py, naming it).
-MECHANISM_TEXT = {
-    "rr": "randomized response on the bit 1{X <= theta}, debiased (Dette & Graw 2024, Example 2.2)",
-    "laplace": "Laplace noise calibrated to the gradient's l1 sensitivity (epsilon-LDP)",
-    "gaussian": "Gaussian noise, analytically calibrated to (epsilon, delta) exactly (Balle & Wang 2018)",
-    "duchi": "Duchi, Jordan & Wainwright (2018): each coordinate released as +-D at epsilon / d",
-    "piecewise": "the Piecewise mechanism of Wang et al. (2019), each coordinate at epsilon / d",
-    "hybrid": "the Hybrid mechanism of Wang et al. (2019), each coordinate at epsilon / d",
-    "nprr": "nonparametric randomized response (Waudby-Smith, Wu & Ramdas 2023), each coordinate at epsilon / d",
-    "duchi_linf": "Duchi et al.'s l-infinity mechanism: the whole vector at epsilon",
-    "duchi_l2": "Duchi et al.'s l2 mechanism: the whole vector at epsilon",
-    "harmony": "Harmony (Nguyen et al. 2016): one random coordinate, the vector at epsilon",
-    "piecewise_d": "Piecewise on k sampled coordinates (Wang et al. 2019), the vector at epsilon",
-    "hybrid_d": "Hybrid on k sampled coordinates (Wang et al. 2019), the vector at epsilon",
-    "gdp": "Gaussian noise at mu-GDP per user, budgets per user possible (Shi et al. 2025)",
-    "gaussian_classical": "Gaussian noise with the classical calibration sqrt(2 ln(1.25 / delta)) / epsilon",
-}
 
 def pages(root: Path = ROOT) -> list[Path]:
     """The pages that may hold generated blocks: ``README.md`` and ``docs/**/*.md``."""
@@ -191,27 +173,28 @@ def models_table(form: str = "") -> str:
 
 
 def mechanisms_table(form: str = "") -> str:
-    """The built-in mechanisms, what each is, and which models take it (``form="short"``: grouped by models)."""
-    from .models import MODELS
-    from .recursion.keys import MECHANISM_NAMES
+    """The built-in mechanisms (:mod:`ldpsim.privacy.mechanisms.registry`), what each is, and which models take it.
 
-    missing = [m for m in MECHANISM_NAMES if m not in MECHANISM_TEXT]
-    if missing:
-        raise ValueError("mechanisms without a line in ldpsim/docgen.py's MECHANISM_TEXT: " + ", ".join(missing))
+    Each row's text is its registry entry's, declared beside its code; ``form="short"`` groups them by the
+    models that take them.
+    """
+    from .models import MODELS
+    from .privacy.mechanisms import entries
+
     if form == "short":
         groups: dict = {}
-        for name in MECHANISM_NAMES:
-            groups.setdefault(tuple(_models_taking(name)), []).append(name)
+        for entry in entries():
+            groups.setdefault(tuple(_models_taking(entry.name)), []).append(entry.name)
         lines = ["| models | their mechanisms |", "|--------|------------------|"]
         for takers, names in groups.items():
             lines.append(f"| {', '.join(f'`{m}`' for m in takers)} | {', '.join(f'`{m}`' for m in names)} |")
         return "\n".join(lines) + "\n"
     lines = ["| `mechanism` | what | models |", "|-------------|------|--------|"]
     everyone_else = [m for m in MODELS if m != "quantile"]
-    for name in MECHANISM_NAMES:
-        takers = _models_taking(name)
+    for entry in entries():
+        takers = _models_taking(entry.name)
         who = "every model but `quantile`" if takers == everyone_else else ", ".join(f"`{m}`" for m in takers)
-        lines.append(f"| `{name}` | {_cell(MECHANISM_TEXT[name])} | {who} |")
+        lines.append(f"| `{entry.name}` | {_cell(entry.text)} | {who} |")
     return "\n".join(lines) + "\n"
 
 
@@ -383,6 +366,6 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["COMMAND", "MECHANISM_TEXT", "cli_reference", "compare_table", "key_rows", "keys_table",
+__all__ = ["COMMAND", "cli_reference", "compare_table", "key_rows", "keys_table",
            "main", "mechanisms_table", "methods_table", "models_table", "outputs_table", "pages", "papers_list",
            "render", "stale", "studies_table"]

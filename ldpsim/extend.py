@@ -60,9 +60,8 @@ from .engine.rng import exponential, exponential_where, normal, normal_where, un
 from .inference.critical_values import normal_quantile
 from .inference.user_methods import IntervalMethod, add_iterate, register_update
 from .models.base import Model, constrain, observe, register_scalar, register_vector
-from .privacy.ldp import register_release
 from .privacy.mechanisms import (Mechanism, add_noise, draw_noise, gaussian, laplace, randomized_response, register_noise,
-                                 sensitivity)
+                                 register_release, sensitivity)
 
 
 def kernel_function(func):

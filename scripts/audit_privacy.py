@@ -32,13 +32,13 @@ import numpy as np
 from tabulate import tabulate
 
 from ldpsim.models import MODELS  # imports ldpsim first: fixes numba's cache directory
-from ldpsim.privacy.accounting import step_noise_sd
+from ldpsim.privacy.clt import step_noise_sd
 from ldpsim.privacy.audit import TABLE_HEAD, AdditiveProbe, AuditCase, Claim, RandomizedResponseProbe, ReleaseProbe, \
     StepProbe, run_audit, table_rows
-from ldpsim.privacy.ldp import LDP_MECHANISMS, ONE_DIMENSIONAL, make_ldp_mechanism
+from ldpsim.privacy.mechanisms import entries, make_ldp_mechanism
 from ldpsim.privacy.gdp import gdp_epsilon
 from ldpsim.reporting.meta import machine
-from ldpsim.studies.dpsgd.kernel import _add_clipped
+from ldpsim.studies.dpsgd.kernel import MODELS as DPSGD_MODELS, _add_clipped
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "audit.md"
 BEGIN, END = "<!-- audit table: written by scripts/audit_privacy.py -->", "<!-- end of audit table -->"
@@ -149,7 +149,7 @@ def model_cases() -> list[AuditCase]:
     return cases
 
 
-def dpsgd_pair(clip: float, batch_size: int, sampling: str, d: int = 2, logistic: bool = False):
+def dpsgd_pair(clip: float, batch_size: int, sampling: str, d: int = 2, model: str = "linear"):
     """Two neighbouring batches' clipped mean gradients, clipped by the DP-SGD kernel's own ``_add_clipped``.
 
     The batch holds ``batch_size - 1`` shared examples and one more whose
@@ -163,15 +163,16 @@ def dpsgd_pair(clip: float, batch_size: int, sampling: str, d: int = 2, logistic
     X = np.vstack([gen.standard_normal((batch_size - 1, d)), np.full((1, d), 1.0)])
     y_shared = gen.standard_normal(batch_size - 1)
     theta = np.zeros(d)
+    record = DPSGD_MODELS[model]
     means = []
     for y_last in (-1e6, 1e6):
         y = np.r_[y_shared, y_last]
         xnorm = np.sqrt((X * X).sum(axis=1))
         grad = np.zeros(d)
         for i in range(batch_size - 1):
-            _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad, True)
+            _add_clipped(X, y, xnorm, i, theta, record, clip, grad, True)
         shared = grad.copy()
-        _add_clipped(X, y, xnorm, batch_size - 1, theta, logistic, clip, grad, True)
+        _add_clipped(X, y, xnorm, batch_size - 1, theta, record, clip, grad, True)
         means.append((shared if sampling == "poisson" and y_last < 0 else grad) / batch_size)
     return means[0], means[1]
 
@@ -197,16 +198,15 @@ LDP_EPSILONS = (0.5, 2.0, 8.0)
 
 
 def ldp_cases() -> list[AuditCase]:
-    """The mechanisms of ldpsim.privacy.ldp through their kernel release, at the scaled inputs -1 and 1.
+    """The releases of the mechanism registry through their kernel release, at the scaled inputs -1 and 1.
 
-    The 1-D ones on one coordinate (on a vector each coordinate is this mechanism at epsilon / d); the
-    multidimensional ones at d = 5 with equal bounds, and duchi_linf also at d = 4 (ties),
-    at the vertices -1 and 1, where each one's density ratio reaches e^eps.
+    Each at the dimensions its entry's audit hook names (``audit_dims``): the 1-D ones on one coordinate
+    (on a vector each coordinate is this mechanism at epsilon / d); the multidimensional ones at d = 5
+    with equal bounds, and duchi_linf also at d = 4 (ties), at the vertices -1 and 1, where each one's
+    density ratio reaches e^eps.
     """
     cases = []
-    shapes = [(name, 1 if name in ONE_DIMENSIONAL else 5) for name in LDP_MECHANISMS]
-    shapes.insert(shapes.index(("duchi_linf", 5)) + 1, ("duchi_linf", 4))  # even d: ties (corrections, item 29)
-    for name, d in shapes:
+    for name, d in [(entry.name, d) for entry in entries(kind="release") for d in entry.audit_dims]:
         for eps in LDP_EPSILONS:
             mech = make_ldp_mechanism(name, eps, np.ones(d))
             x0, x1 = -np.ones(d), np.ones(d)

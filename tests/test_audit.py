@@ -177,7 +177,7 @@ def test_release_grid_spans_the_statistic_and_holds_the_jump_points():
 def test_dpsgd_pair_is_the_sensitivity_of_step_noise_sd():
     # the kernel's clipping puts the two batches' means 2 clip / m apart (swor), clip / m (poisson):
     # the sensitivity step_noise_sd assumes, so sigma1 / distance = sigma
-    from ldpsim.privacy.accounting import step_noise_sd
+    from ldpsim.privacy.clt import step_noise_sd
 
     module = _script()
     for sampling, m in (("swor", 3), ("poisson", 3)):

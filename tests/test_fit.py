@@ -15,7 +15,7 @@ import ldpsim
 from ldpsim.cli import main
 from ldpsim.inference.critical_values import random_scaling_critical_value
 from ldpsim.inference.intervals import normal_quantile
-from ldpsim.studies.dpsgd.fit import fit
+from ldpsim.fit import fit
 
 from run_helpers import one_error_line
 
@@ -314,7 +314,7 @@ def test_fit_covers_over_seeds(tmp_path, n, shift, kwargs, least):
 def test_too_few_rows_for_the_private_scaling_is_refused_from_public_quantities(tmp_path, monkeypatch):
     # n = 300 at epsilon 3 collapsed the old scaling (centre 5.1e148). Decided from n, the budget and the
     # number of columns only (the private scaling is not even called); the refusal names the share that would do
-    import ldpsim.studies.dpsgd.fit as fitmod
+    import ldpsim.privacy.scaling as sc
 
     data = _shifted(tmp_path, n=300, shift=0.0)
     with pytest.raises(ldpsim.ConfigError, match=r"^n = 300 rows are too few for the private scaling of 3 columns "
@@ -325,7 +325,7 @@ def test_too_few_rows_for_the_private_scaling_is_refused_from_public_quantities(
     with pytest.raises(ldpsim.ConfigError, match=r"^n = 1000 rows are too few for the private scaling"):
         fit(_shifted(tmp_path, n=1000, name="n1000.csv"), "linear", "y", epsilon=3.0, delta=1e-300, seed=1)
     calls = []
-    monkeypatch.setattr(fitmod.sc, "private_scaling", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(sc, "private_scaling", lambda *a, **k: calls.append(a))
     with pytest.raises(ldpsim.ConfigError, match="too few for the private scaling"):
         fit(data, "linear", "y", epsilon=3.0, seed=1)
     assert calls == []
@@ -469,6 +469,7 @@ def _recomposed_poisson(result):
     return acc.get_epsilon(result.delta)
 
 
+@pytest.mark.slow  # the fit calibrates Poisson batches by PLD at each trial sigma: 17 s alone, 27 s in a loaded tier
 def test_poisson_batches_state_the_replace_one_guarantee_that_makes_n_public(tmp_path):
     # fit --sampling poisson stated an add/remove guarantee but printed n and T = n^kappa, which differ
     # between add/remove neighbours. Now replace-one (n public), by dp-accounting's PLD with REPLACE_ONE,
@@ -486,7 +487,7 @@ def test_the_poisson_accountant_reproduces_a_known_replace_one_figure():
     # reference: dp-accounting's PLD with REPLACE_ONE, one Poisson-subsampled Gaussian at sigma 1 and q = 0.01
     # composed 1000 times, grid 1e-4, computed with dp-accounting 0.6.0 directly: 2.8434 at delta 1e-5 (the
     # add/remove figure there is 1.8282)
-    from ldpsim.studies.dpsgd.fit import poisson_epsilons
+    from ldpsim.privacy.poisson import poisson_epsilons
 
     alone, total = poisson_epsilons(1.0, 1000, 100, 1, 1e-5)
     assert alone == total and abs(alone - 2.8434) < 3e-3
@@ -511,10 +512,10 @@ def test_the_plug_in_interval_is_withheld_when_the_path_fluctuates_beyond_settle
     # settle ratio between 4.46 (the 99% point of 6 x Cramer-von Mises) and 25: the plug-in's variance would be too
     # small; random scaling stays. Seed 6 of x1 + 1e9 at n = 1000 gives 7.14 (6 of seeds 0-11 are between 4.46
     # and 25, 2 above)
-    import ldpsim.studies.dpsgd.fit as fitmod
+    from ldpsim.fit import refusals
 
     result = fit(_shifted(tmp_path, seed=1006), "linear", "y", epsilon=3.0, seed=6)
-    assert fitmod.PLUGIN_SETTLE < result.diagnostics["settle"] <= fitmod.SETTLE_RATIO
+    assert refusals.PLUGIN_SETTLE < result.diagnostics["settle"] <= refusals.SETTLE_RATIO
     assert list(result.intervals) == ["random scaling"]
     assert any(note.startswith("The plug-in interval is not shown: the path fluctuates") for note in result.notes)
     assert "plug-in" not in result.render().splitlines()[1]
@@ -660,7 +661,7 @@ def test_fit_takes_the_data_file_swallowed_by_bounds(tmp_path, capsys):
 
 def test_fits_full_sample_column_is_finite_and_silent_on_data_near_1e300(tmp_path):
     # the non-private OLS squared the raw columns: numpy's "overflow encountered in matmul" and [nan, nan]
-    from ldpsim.studies.dpsgd.fit import fit
+    from ldpsim.fit import fit
 
     rng = np.random.default_rng(5)
     x = rng.normal(size=500)

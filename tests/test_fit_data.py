@@ -1,6 +1,6 @@
 """``ldpsim fit``'s data files: one rule for numbers, messages that keep data out of logs, and hostile files.
 
-Every test here reads a file through :func:`ldpsim.studies.dpsgd.fitdata.read_table` (or the checks beside
+Every test here reads a file through :func:`ldpsim.fit.read.read_table` (or the checks beside
 it) and asserts the one-line refusal, or that a file a careful user would write is read as meant.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ldpsim
-from ldpsim.studies.dpsgd.fitdata import check_design, parse_number, read_table
+from ldpsim.fit.read import check_design, parse_number, read_table
 
 
 def _write(path, text, encoding="utf-8"):

@@ -43,3 +43,11 @@ def test_the_layers_are_still_attributes_of_the_package():
 
 def test_the_check_sees_a_module_loaded():
     assert "scipy.stats" in _modules_after("import ldpsim\nfrom scipy import stats")
+
+
+def test_each_public_module_imports_first_in_a_fresh_interpreter():
+    # a user's model file starts with `from ldpsim.extend import ...`: no module of the package may need
+    # another to be imported before it (models/huber.py importing ldpsim.extend made that one a cycle)
+    for module in ("ldpsim.extend", "ldpsim.models", "ldpsim.privacy.mechanisms", "ldpsim.fit", "ldpsim.api",
+                   "ldpsim.cli", "ldpsim.studies"):
+        assert module in _modules_after(f"import {module}"), module

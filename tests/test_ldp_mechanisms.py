@@ -786,3 +786,60 @@ def test_truth_cache_key_covers_the_ldp_kernels():
         truth_module.source_hash = original
     names = seen[-1]
     assert not names or any(n in ("privacy/ldp.py", "privacy", "privacy/") for n in names), names
+
+
+@pytest.fixture
+def fresh_truths(monkeypatch, tmp_path):
+    """No NPRR truth in memory or on disk, nothing remembered by validation, and small estimates."""
+    from ldpsim.recursion import keys
+
+    monkeypatch.setenv("LDPSIM_CACHE", str(tmp_path))
+    monkeypatch.setattr(truth_module, "_MEMO", {})
+    monkeypatch.setattr(keys, "_MODEL_PROBLEMS", {})
+    monkeypatch.setattr(keys, "_PENDING", {})
+    monkeypatch.setattr(truth_module, "default_samples", lambda d: 16 * truth_module.BATCHES)
+    calls = []
+    original = truth_module.raw_sums
+    monkeypatch.setattr(truth_module, "raw_sums", lambda *a, **k: calls.append(a[1]) or original(*a, **k))
+    return keys, calls
+
+
+NPRR_RUN = {"model": "linear", "mechanism": "nprr", "epsilon": [1, 2], "n": 1000, "reps": 2, "methods": ["BM", "oracle"]}
+
+
+def test_validation_leaves_nprrs_truth_for_the_compile_step(fresh_truths):
+    # NPRR's S is a Monte Carlo estimate (for mechanisms_linear's five epsilons 6 s of compiling _sums and 13 s of
+    # draws on one core): validating the config leaves it for the compile step, which makes it beside the kernels'
+    # compilation (Study.settle, from compiling.prepare) and then checks what it gives
+    keys, calls = fresh_truths
+    config = ldpsim.load_config(NPRR_RUN)
+    assert calls == [] and len(keys._PENDING) == 2
+    config.study.settle(config)
+    assert len(calls) == 2 and not keys._PENDING
+    config.study.settle(config)  # settled once
+    assert len(calls) == 2
+
+
+def test_a_run_records_the_truth_it_made_beside_the_compilation(fresh_truths, tmp_path):
+    keys, calls = fresh_truths
+    result = ldpsim.run(NPRR_RUN, out=tmp_path / "out", n_jobs=1, progress=False)
+    meta = json.loads((tmp_path / "out" / "meta.json").read_text())
+    assert len(calls) == 2 and "truth_pending" not in meta
+    assert [e["epsilon"] for e in meta["truth"]] == [1.0, 2.0] and all("sigma" in e for e in meta["truth"])
+    assert result.meta["truth"] == meta["truth"]
+
+
+def test_a_deferred_truth_that_is_not_finite_is_refused_at_the_compile_step(fresh_truths, monkeypatch):
+    keys, calls = fresh_truths
+    original = truth_module.summarize_sums
+
+    def broken(theta, sums):
+        truth = original(theta, sums)
+        truth.S = np.full_like(truth.S, np.nan)
+        return truth
+
+    monkeypatch.setattr(truth_module, "summarize_sums", broken)
+    config = ldpsim.load_config(NPRR_RUN)
+    with pytest.raises(ldpsim.ConfigError, match=r"model 'linear' cannot be computed in floating point at epsilon = 1"
+                       r".*asymptotic variance is not a positive finite number"):
+        config.study.settle(config)

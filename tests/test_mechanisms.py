@@ -238,3 +238,50 @@ def test_names_and_guarantees():
     assert Gaussian(1.0, 1e-5, 2.0).guarantee == "(epsilon = 1, delta = 1e-05) LDP (Gaussian, l2 sensitivity 2)"
     assert RandomizedResponse(0.5).guarantee == "epsilon = 0.5 LDP (randomized response)"
     assert RandomizedResponse(math.inf).guarantee == "no privacy (epsilon = inf, randomized response off)"
+
+
+# --- the registry (issue 43): one entry per mechanism, declared by its family's module, every list read from it ---
+
+
+def test_every_list_of_mechanism_names_is_read_from_the_registry():
+    from ldpsim.privacy import mechanisms as m, online
+    from ldpsim.recursion.keys import MECHANISM_NAMES
+
+    assert m.MECHANISMS == ("rr", "laplace", "gaussian", "duchi", "piecewise", "hybrid", "nprr", "duchi_linf",
+                            "duchi_l2", "harmony", "piecewise_d", "hybrid_d")
+    assert m.LDP_MECHANISMS == m.MECHANISMS[3:] == tuple(m.CLASSES)
+    assert m.ONE_DIMENSIONAL == ("duchi", "piecewise", "hybrid", "nprr")
+    assert m.ONLINE_MECHANISMS == ("gdp", "laplace", "gaussian", "gaussian_classical")  # the default first
+    assert m.PER_USER_MECHANISMS == ("gdp", "laplace", "gaussian_classical")
+    assert online.ONLINE_MECHANISMS is m.ONLINE_MECHANISMS and online.PER_USER_MECHANISMS is m.PER_USER_MECHANISMS
+    assert MECHANISM_NAMES == m.names() == m.MECHANISMS + ("gdp", "gaussian_classical")
+    assert online.BUDGET_KEY == {name: "mu" if name == "gdp" else "epsilon"
+                                 for name in m.ONLINE_MECHANISMS + m.LDP_MECHANISMS}
+
+
+def test_each_entry_is_its_family_modules_and_names_its_class():
+    from ldpsim.privacy import mechanisms as m
+
+    for entry in m.entries():
+        assert entry.cls.name == entry.name, entry
+        assert entry.cls.__module__ == f"ldpsim.privacy.mechanisms.{entry.family}"
+        assert entry.text and "|" not in entry.text  # a docs row
+        if entry.kind == "release":  # a release is a BoundedMechanism whose record is registered, audited somewhere
+            mech = entry.cls(1.0, np.ones(entry.audit_dims[0]))
+            assert isinstance(mech, m.BoundedMechanism) and type(mech.record()) in m.release.registry
+            assert mech.per_coordinate == entry.one_dimensional
+        else:
+            assert not entry.audit_dims and not entry.one_dimensional
+    assert {e.family for e in m.entries()} == {"rr", "laplace_noise", "gaussian_noise", "gdp_noise", "duchi",
+                                                "piecewise", "hybrid", "nprr", "harmony", "sampled"}
+
+
+def test_the_registry_refuses_a_second_entry_of_a_name_and_a_release_without_its_audit():
+    from ldpsim.privacy.mechanisms import registry
+
+    with pytest.raises(ValueError, match="'duchi' is registered twice"):
+        registry.register("duchi", Laplace, "again", "additive")
+    with pytest.raises(ValueError, match="a release needs the dimensions it is audited at"):
+        registry.MechanismEntry("x", "f", Laplace, "text", "release")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        registry.MechanismEntry("x", "f", Laplace, "text", "noise")

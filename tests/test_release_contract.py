@@ -30,7 +30,7 @@ def _edited(tmp_path, old: str, new: str, name: str = "edited_duchi.py") -> str:
 
 def test_register_release_is_public():
     assert "register_release" in ldpsim.extend.__all__
-    assert ldpsim.extend.register_release.__module__ == "ldpsim.privacy.ldp"
+    assert ldpsim.extend.register_release.__module__ == "ldpsim.privacy.mechanisms.kernel"
 
 
 def test_a_users_release_is_wrapped_for_the_models():

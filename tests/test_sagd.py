@@ -159,7 +159,7 @@ def test_population_loss_is_minimal_at_beta_and_gradient_is_its_derivative():
 
 def test_welsch_conditional_risk_is_the_gaussian_convolution():
     model = ErmModel("welsch", 4, noise=0.7, scale=1.3)
-    p = model.kernel_params()
+    p = model.kernel_params().loss
     for ub, uw in ((0.3, -1.1), (2.0, 2.5), (0.0, 0.0)):
         def loss(e):
             r = ub + e - uw
@@ -181,7 +181,7 @@ def test_gradient_bounds_hold_on_a_sample(name):
     params = model.kernel_params()
     for _ in range(3):
         w = rng.normal(size=7) * 3
-        psi = np.array([sample_dloss(params, u, t) for u, t in zip(X @ w, y)])
+        psi = np.array([sample_dloss(params.loss, u, t) for u, t in zip(X @ w, y)])
         grads = psi[:, None] * X
         assert np.abs(grads).sum(axis=1).max() <= model.g1
         assert (grads.max(axis=0) - grads.min(axis=0)).max() <= model.coordinate_range

@@ -223,10 +223,37 @@ def prepare(study, config, lanes=None, workers: int = 1, log=None) -> KernelPlan
         cores = min(workers, len(missing))
         what = (f"the {len(missing)} kernels of this run" + (f" on {cores} cores" if cores > 1 else "")
                 if len(missing) > 1 else "the kernel of this run")
-        run(lambda: compile_kernels(missing, workers), what)
+        # the checks left for this step (a Monte Carlo truth) run here while the workers compile
+        run(lambda: side_by_side(lambda: compile_kernels(missing, workers), lambda: study.settle(config)), what)
+    else:
+        run(lambda: study.settle(config), "the Monte Carlo truths of this run")
     if found.unfinished:  # what the plan could not list compiles as those units call it
         run(lambda: [unit() for unit in found.unfinished], "the kernels of this run")
     return found
+
+
+def side_by_side(first, second):
+    """``first()`` in a thread while ``second()`` runs in this one; ``second``'s error is raised at once.
+
+    ``first`` (the workers' compilation) is waited for only when ``second``
+    succeeds; its thread is a daemon, left to the process's exit otherwise.
+    """
+    import threading
+
+    box = {}
+
+    def target():
+        try:
+            first()
+        except BaseException as exc:  # handed to this thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="ldpsim-compile-workers", daemon=True)
+    thread.start()
+    second()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
 
 
 def describe_types(argtypes) -> dict:

@@ -19,7 +19,7 @@ from numba.extending import overload
 from .jit import OVERLOAD_OPTIONS
 
 
-def by_record(stub):
+def by_record(stub=None, *, default=None):
     """Turn ``stub(record, ...)`` into a function dispatched on ``type(record)``.
 
     Parameters
@@ -28,6 +28,10 @@ def by_record(stub):
         Documents the signature; its body is never run. Implementations
         registered with ``.register(RecordClass)`` must use the same
         parameter names (numba checks them).
+    default : callable, optional
+        The implementation for records of a class nobody registered (with
+        the stub's parameters): ``@by_record(default=f)``. Without it such a
+        record is a ``TypeError`` in Python and a typing error in numba.
 
     Returns
     -------
@@ -37,16 +41,28 @@ def by_record(stub):
         plain-Python function for records of that class and returns it
         unchanged.
     """
+    if stub is None:  # @by_record(default=...)
+        return functools.partial(by_record, default=default)
     registry: dict[type, object] = {}
     names = list(inspect.signature(stub).parameters)
 
     @functools.wraps(stub)
     def call(record, *args):
-        try:
-            impl = registry[type(record)]
-        except KeyError:
-            raise TypeError(f"{stub.__name__} has no implementation for {type(record).__name__} records") from None
+        impl = registry.get(type(record), default)
+        if impl is None:
+            raise TypeError(f"{stub.__name__} has no implementation for {type(record).__name__} records")
         return impl(record, *args)
+
+    if default is not None:
+        # one overload for every record class nobody registered, read when a kernel is compiled (registrations
+        # made after this are seen); a registered class is left to its own overload
+        @functools.wraps(stub)
+        def select_default(*args):
+            if isinstance(args[0], types.BaseNamedTuple) and args[0].instance_class not in registry:
+                return default
+            return None
+
+        overload(call, jit_options=OVERLOAD_OPTIONS, inline="always")(select_default)
 
     def register(record_cls):
         def decorate(func):

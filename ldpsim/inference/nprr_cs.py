@@ -519,7 +519,7 @@ def released_value(t, grid, keep):
     """``z`` in ``{0, 1/G, .., 1}``: NPRR's release of ``X``, from the mean model's scaled release ``t``.
 
     The mean model releases ``1 - 2X`` in ``[-1, 1]``: NPRR draws ``y = k / G`` for ``x = 1 - X`` and
-    writes ``t = 2 (y - (1 - r) / 2) / r - 1`` (:func:`ldpsim.privacy.ldp._release_nprr`). Inverting
+    writes ``t = 2 (y - (1 - r) / 2) / r - 1`` (:func:`ldpsim.privacy.mechanisms.nprr._release_nprr`). Inverting
     that in floating point is off by a few units in the last place; rounding ``G y`` to its integer
     ``k`` undoes it exactly (``G <= 1e6``), and ``(G - k) / G`` is the release of ``X`` itself.
     """

@@ -9,6 +9,9 @@ registered for it with ``observe.register``, its privatized gradient at any
 ``theta`` with ``register_scalar`` or ``register_vector``,
 and a :class:`~ldpsim.models.base.Model` subclass with its truth (``theta_star``,
 ``hessian``, ``gradient_covariance``); then add the class to :data:`MODELS`.
+The built-in models use what :mod:`ldpsim.extend` offers a user's model, but
+import it from where it is defined: ``ldpsim.extend`` imports this package,
+and ``import ldpsim.extend`` as a program's first import would meet a cycle.
 """
 
 import difflib

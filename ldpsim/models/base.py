@@ -19,18 +19,13 @@ A model contributes two things:
 
 from __future__ import annotations
 
-import functools
-import inspect
 import math
 from abc import ABC, abstractmethod
 
 import numpy as np
-from numba.core import types
-from numba.extending import overload
 
 from ..engine.dispatch import by_record
-from ..engine.jit import OVERLOAD_OPTIONS
-from ..privacy.ldp import BoundedMechanism
+from ..privacy.mechanisms.bounded import BoundedMechanism
 
 
 @by_record
@@ -92,40 +87,7 @@ def _keep(params, theta):
     pass
 
 
-def _by_record_or_keep(stub):
-    """:func:`~ldpsim.engine.dispatch.by_record` with a default: records nobody registered get a no-op.
-
-    One numba overload consults the registry when a kernel is compiled for a
-    record type, so models that need nothing register nothing.
-    """
-    registry: dict[type, object] = {}
-    names = list(inspect.signature(stub).parameters)
-
-    @functools.wraps(stub)
-    def call(record, *args):
-        return registry.get(type(record), _keep)(record, *args)
-
-    def register(record_cls):
-        def decorate(func):
-            if list(inspect.signature(func).parameters) != names:
-                raise TypeError(f"{func.__name__} must take ({', '.join(names)}) to implement {stub.__name__}")
-            registry[record_cls] = func
-            return func
-
-        return decorate
-
-    @functools.wraps(stub)
-    def select(*args):
-        if isinstance(args[0], types.BaseNamedTuple):
-            return registry.get(args[0].instance_class, _keep)
-        return None
-
-    overload(call, jit_options=OVERLOAD_OPTIONS, inline="always")(select)
-    call.register = register
-    return call
-
-
-@_by_record_or_keep
+@by_record(default=_keep)  # models that need nothing register nothing
 def constrain(params, theta):
     """Map ``theta`` back into the model's parameter space after a step, in place (default: nothing).
 
@@ -294,7 +256,7 @@ class Model(ABC):
     def privacy_summary(self) -> dict:
         """``guarantee``, ``sensitivity`` and ``noise_variance`` (per coordinate); ``None`` where not defined.
 
-        A release (:mod:`ldpsim.privacy.ldp`) has no sensitivity and a variance that depends on the
+        A release (:data:`~ldpsim.privacy.mechanisms.LDP_MECHANISMS`) has no sensitivity and a variance that depends on the
         gradient: the largest of a coordinate's, in the gradient's units (``bounds_j^2`` times the
         scaled release's), as the online models report it.
         """

@@ -43,7 +43,12 @@ with ``psi_max = 1`` (logistic, ``|s - y| < 1``) or ``c e^(-1/2)`` (welsch,
 
 Kernel functions take the :class:`ErmParams` record; the plain functions
 are :func:`dual`: Python calls run them as written (the kernels' twins),
-jitted callers compile them.
+jitted callers compile them. The loss is the record's ``loss`` field, a
+:class:`LogisticLoss` or :class:`WelschLoss` record, and its functions
+(:func:`sample_loss`, :func:`sample_dloss`, :func:`conditional_loss`,
+:func:`conditional_dloss`, :func:`draw_label`) are picked by its type
+(:func:`ldpsim.engine.dispatch.by_record`), as every model's gradient is:
+a kernel is compiled for one loss, with no branch on the model inside.
 """
 
 from __future__ import annotations
@@ -53,25 +58,36 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..engine.dispatch import by_record
 from ..engine.jit import dual
-from ..engine.rng import exponential, normal, uniform
+from ..engine.rng import normal, uniform
 
 
-#: Model names, as configs spell them, and the kernel's code for each.
-ERM_MODELS = {"logistic": 0, "welsch": 1}
-LOGISTIC, WELSCH = 0, 1
+class LogisticLoss(NamedTuple):
+    """The logistic model's loss ``log(1 + e^(x'w)) - y x'w``, labels ``P(y = 1 | x) = s(x'beta)``."""
+
+    zero: float = 0.0  # numba wants a field
+
+
+class WelschLoss(NamedTuple):
+    """The Welsch loss ``c^2 (1 - exp(-(y - x'w)^2 / (2 c^2)))``, labels ``y = x'beta + N(0, s^2)``."""
+
+    scale: float  # c of the loss
+    noise: float  # s, sd of the model's errors
+
+
+#: Model names, as configs spell them, and the record of each one's loss.
+ERM_MODELS = {"logistic": LogisticLoss, "welsch": WelschLoss}
 
 
 class ErmParams(NamedTuple):
     """Constants of an empirical-risk model, for the kernels."""
 
-    kind: int  # LOGISTIC or WELSCH
+    loss: tuple  # LogisticLoss or WelschLoss: the kernels are compiled for its type
     x0: float  # intercept coordinate of every x
     radius: float  # r: x[1:] = r S
     beta: np.ndarray  # (d,) true parameter, population minimiser
     e1: np.ndarray  # (d,) unit direction of beta[1:], e1[0] = 0
-    scale: float  # c of the Welsch loss (unused by logistic)
-    noise: float  # s, sd of the Welsch model's errors (unused by logistic)
     u1: np.ndarray  # (K,) quadrature nodes U1 = S'e1
     u2: np.ndarray  # (K,) quadrature nodes U2 = S'f
     qw: np.ndarray  # (K,) quadrature weights, summing to 1
@@ -96,45 +112,88 @@ def softplus(u):
     return max(u, 0.0) + math.log1p(math.exp(-abs(u)))
 
 
-@dual
-def sample_loss(params, u, y):
+@by_record
+def sample_loss(loss, u, y):
     """Per-sample loss at linear predictor ``u = x'w`` and label ``y``."""
-    if params.kind == LOGISTIC:
-        return softplus(u) - y * u
+
+
+@by_record
+def sample_dloss(loss, u, y):
+    """Derivative of :func:`sample_loss` in ``u``: the per-sample gradient is this times ``x``."""
+
+
+@by_record
+def conditional_loss(loss, ub, uw):
+    """``E[loss | x]`` at ``x'beta = ub``, ``x'w = uw``."""
+
+
+@by_record
+def conditional_dloss(loss, ub, uw):
+    """Derivative of :func:`conditional_loss` in ``uw``: ``E[grad loss | x]`` is this times ``x``."""
+
+
+@by_record
+def draw_label(loss, gen, ub):
+    """The label of a point with ``x'beta = ub``: one uniform (logistic) or one normal (welsch)."""
+
+
+@sample_loss.register(LogisticLoss)
+def _logistic_loss(loss, u, y):
+    return softplus(u) - y * u
+
+
+@sample_dloss.register(LogisticLoss)
+def _logistic_dloss(loss, u, y):
+    return sigmoid(u) - y
+
+
+@conditional_loss.register(LogisticLoss)
+def _logistic_conditional_loss(loss, ub, uw):
+    return softplus(uw) - sigmoid(ub) * uw
+
+
+@conditional_dloss.register(LogisticLoss)
+def _logistic_conditional_dloss(loss, ub, uw):
+    return sigmoid(uw) - sigmoid(ub)
+
+
+@draw_label.register(LogisticLoss)
+def _logistic_label(loss, gen, ub):
+    return 1.0 if uniform(gen) * (1.0 + math.exp(-ub)) < 1.0 else 0.0
+
+
+@sample_loss.register(WelschLoss)
+def _welsch_loss(loss, u, y):
     r = y - u
-    c2 = params.scale * params.scale
+    c2 = loss.scale * loss.scale
     return c2 * (1.0 - math.exp(-r * r / (2.0 * c2)))
 
 
-@dual
-def sample_dloss(params, u, y):
-    """Derivative of :func:`sample_loss` in ``u``: the per-sample gradient is this times ``x``."""
-    if params.kind == LOGISTIC:
-        return sigmoid(u) - y
+@sample_dloss.register(WelschLoss)
+def _welsch_dloss(loss, u, y):
     r = y - u
-    return -r * math.exp(-r * r / (2.0 * params.scale * params.scale))
+    return -r * math.exp(-r * r / (2.0 * loss.scale * loss.scale))
 
 
-@dual
-def conditional_loss(params, ub, uw):
-    """``E[loss | x]`` at ``x'beta = ub``, ``x'w = uw``."""
-    if params.kind == LOGISTIC:
-        return softplus(uw) - sigmoid(ub) * uw
+@conditional_loss.register(WelschLoss)
+def _welsch_conditional_loss(loss, ub, uw):
     a = ub - uw
-    c2 = params.scale * params.scale
-    t = c2 + params.noise * params.noise
-    return c2 * (1.0 - params.scale / math.sqrt(t) * math.exp(-a * a / (2.0 * t)))
+    c2 = loss.scale * loss.scale
+    t = c2 + loss.noise * loss.noise
+    return c2 * (1.0 - loss.scale / math.sqrt(t) * math.exp(-a * a / (2.0 * t)))
 
 
-@dual
-def conditional_dloss(params, ub, uw):
-    """Derivative of :func:`conditional_loss` in ``uw``: ``E[grad loss | x]`` is this times ``x``."""
-    if params.kind == LOGISTIC:
-        return sigmoid(uw) - sigmoid(ub)
+@conditional_dloss.register(WelschLoss)
+def _welsch_conditional_dloss(loss, ub, uw):
     a = ub - uw
-    c = params.scale
-    t = c * c + params.noise * params.noise
+    c = loss.scale
+    t = c * c + loss.noise * loss.noise
     return -(c * c * c / (t * math.sqrt(t))) * a * math.exp(-a * a / (2.0 * t))
+
+
+@draw_label.register(WelschLoss)
+def _welsch_label(loss, gen, ub):
+    return ub + loss.noise * normal(gen)
 
 
 # --- the sample ---------------------------------------------------------------
@@ -162,10 +221,7 @@ def draw_sample(params, gen, X, y):
         for j in range(1, d):
             X[i, j] = X[i, j] * k
             ub += X[i, j] * beta[j]
-        if params.kind == LOGISTIC:
-            y[i] = 1.0 if uniform(gen) * (1.0 + math.exp(-ub)) < 1.0 else 0.0
-        else:
-            y[i] = ub + params.noise * normal(gen)
+        y[i] = draw_label(params.loss, gen, ub)
 
 
 # --- empirical and population risks -------------------------------------------
@@ -181,7 +237,7 @@ def empirical_gradient(params, X, y, w, lo, hi, out):
         u = 0.0
         for j in range(d):
             u += X[i, j] * w[j]
-        psi = sample_dloss(params, u, y[i])
+        psi = sample_dloss(params.loss, u, y[i])
         for j in range(d):
             out[j] += psi * X[i, j]
     count = hi - lo
@@ -198,7 +254,7 @@ def empirical_loss(params, X, y, w, lo, hi):
         u = 0.0
         for j in range(d):
             u += X[i, j] * w[j]
-        total += sample_loss(params, u, y[i])
+        total += sample_loss(params.loss, u, y[i])
     return total / (hi - lo)
 
 
@@ -227,7 +283,7 @@ def population_gradient(params, w, out):
     s2 = 0.0
     for k in range(params.qw.shape[0]):
         uw = base + r * (a * params.u1[k] + b * params.u2[k])
-        h = params.qw[k] * conditional_dloss(params, params.ub[k], uw)
+        h = params.qw[k] * conditional_dloss(params.loss, params.ub[k], uw)
         s0 += h
         s1 += h * params.u1[k]
         s2 += h * params.u2[k]
@@ -248,7 +304,7 @@ def population_loss(params, w):
     total = 0.0
     for k in range(params.qw.shape[0]):
         uw = base + r * (a * params.u1[k] + b * params.u2[k])
-        total += params.qw[k] * conditional_loss(params, params.ub[k], uw)
+        total += params.qw[k] * conditional_loss(params.loss, params.ub[k], uw)
     return total
 
 
@@ -332,7 +388,7 @@ class ErmModel:
             raise ValueError(f"d must be >= 3, got {d}")
         self.name, self.dim, self.radius, self.signal = name, int(d), float(radius), float(signal)
         self.noise, self.scale, self.nodes = float(noise), float(scale), int(nodes)
-        self.kind = ERM_MODELS[name]
+        self.loss = LogisticLoss() if name == "logistic" else WelschLoss(self.scale, self.noise)
         p = self.dim - 1
         self.beta = np.concatenate([[0.0], np.full(p, self.signal / self.radius)])
         self.e1 = np.concatenate([[0.0], np.full(p, 1.0 / math.sqrt(p))])
@@ -342,13 +398,12 @@ class ErmModel:
 
     def kernel_params(self) -> ErmParams:
         """The record the kernels take."""
-        return ErmParams(self.kind, self.x0, self.radius, self.beta, self.e1, self.scale, self.noise,
-                         self.u1, self.u2, self.qw, self.ub)
+        return ErmParams(self.loss, self.x0, self.radius, self.beta, self.e1, self.u1, self.u2, self.qw, self.ub)
 
     @property
     def psi_max(self) -> float:
         """``sup |dl/du|`` over samples and ``w``: 1 (logistic) or ``c e^(-1/2)`` (welsch)."""
-        return 1.0 if self.kind == LOGISTIC else self.scale * math.exp(-0.5)
+        return 1.0 if self.name == "logistic" else self.scale * math.exp(-0.5)
 
     @property
     def g1(self) -> float:
@@ -367,7 +422,7 @@ class ErmModel:
         ``E x x' = diag(x0^2, r^2 / p I)``; ``sup l'' = 1/4`` (logistic) or 1
         (welsch: ``|rho''(t)| = |1 - t^2/c^2| e^(-t^2/(2c^2)) <= 1``).
         """
-        second = 0.25 if self.kind == LOGISTIC else 1.0
+        second = 0.25 if self.name == "logistic" else 1.0
         return second * max(self.x0 ** 2, self.radius ** 2 / (self.dim - 1))
 
     def population_loss(self, w) -> float:
@@ -391,6 +446,7 @@ class ErmModel:
         return X, y
 
 
-__all__ = ["ERM_MODELS", "ErmModel", "ErmParams", "conditional_dloss", "conditional_loss", "draw_sample",
+__all__ = ["ERM_MODELS", "ErmModel", "ErmParams", "LogisticLoss", "WelschLoss", "conditional_dloss", "conditional_loss",
+           "draw_label", "draw_sample",
            "empirical_gradient", "empirical_loss", "population_gradient", "population_loss", "sample_dloss",
            "sample_loss", "sigmoid", "softplus", "sphere_plane_rule"]

@@ -42,8 +42,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..extend import all_lanes, any_lane, constrain, lane_array, normal, observe, register_vector, where
+from ..engine.lanes import all_lanes, any_lane, lane_array, where
+from ..engine.rng import normal
 from ..privacy.mechanisms import add_released_joint
+from .base import constrain, observe, register_vector
 from .covariates import predictors
 from .design import MALLOWS_NORM_SUP, chi2_expect, draw_design, gauss_legendre, squared_norm
 from .online import Clipped, OnlineModel, numerical_jacobian
@@ -134,7 +136,7 @@ def huber_gradient(params, obs, theta, gen, out):
 
     Draws: ``d`` normals (``z``) and one normal (the error, ``obs``) were
     drawn by :func:`draw_huber`; then the mechanism's. A release
-    (``huber_clip`` with a mechanism of :mod:`ldpsim.privacy.ldp`) replaces
+    (``huber_clip`` with a release of :data:`~ldpsim.privacy.mechanisms.LDP_MECHANISMS`) replaces
     the clipped gradient by its release instead of adding noise.
     """
     x = params.x

@@ -13,8 +13,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..extend import normal, observe, register_vector
+from ..engine.rng import normal
 from ..privacy.mechanisms import add_released
+from .base import observe, register_vector
 from .covariates import draw_covariates, predictors
 from .regression import RegressionModel, normal_clipped_moments
 

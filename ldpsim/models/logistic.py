@@ -14,8 +14,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..extend import observe, register_vector, uniform, where
+from ..engine.lanes import where
+from ..engine.rng import uniform
 from ..privacy.mechanisms import add_released
+from .base import observe, register_vector
 from .covariates import QUADRATURE_NODES, draw_covariates, predictors
 from .regression import RegressionModel
 

@@ -29,8 +29,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..extend import all_lanes, lane_array, observe, register_vector, uniform, where
+from ..engine.lanes import all_lanes, lane_array, where
+from ..engine.rng import uniform
 from ..privacy.mechanisms import add_released
+from .base import observe, register_vector
 from .covariates import predictors
 from .design import MALLOWS_NORM_SUP, chi2_expect, draw_design, gauss_legendre, orthonormal_pair, squared_norm
 from .online import Clipped, OnlineModel, solve_root
@@ -58,7 +60,7 @@ def logistic_online_gradient(params, obs, theta, gen, out):
 
     Draws: ``d`` normals (``z``) and one uniform (``obs``) were drawn by
     :func:`draw_logistic_online`; then the mechanism's. A release
-    (``logistic_clip`` with a mechanism of :mod:`ldpsim.privacy.ldp`)
+    (``logistic_clip`` with a release of :data:`~ldpsim.privacy.mechanisms.LDP_MECHANISMS`)
     replaces the clipped gradient by its release instead of adding noise.
     """
     x = params.x

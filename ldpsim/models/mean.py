@@ -4,7 +4,7 @@ The squared loss ``(theta - X)^2 / 2`` has gradient ``theta - X``; whatever
 ``theta``, two observations' gradients differ by ``|X - X'| <= 1``, the
 sensitivity, so the reported gradient is ``theta - X + L`` with ``L`` an
 additive mechanism's noise, or the release of ``1 - 2X`` by a mechanism of
-:mod:`ldpsim.privacy.ldp`. ``theta* = E X``, ``G = 1``, ``S = Var(X) + S_LDP``.
+:mod:`ldpsim.privacy.mechanisms` (``LDP_MECHANISMS``). ``theta* = E X``, ``G = 1``, ``S = Var(X) + S_LDP``.
 
 The law is the config key ``law``: ``uniform`` (the default, the law of every
 run before the key) or ``beta(a, b)`` with positive integers ``a, b``, drawn
@@ -22,10 +22,11 @@ import numpy as np
 
 from ..engine.dispatch import by_record
 from ..engine.errors import ConfigError
-from ..extend import Model, observe, register_scalar, uniform
+from ..engine.rng import uniform
+from ..privacy.mechanisms import BOX_MECHANISMS, BoundedMechanism, make_mechanism, noise_record, released_scalar
+from ..privacy.mechanisms.nprr import NPRR
+from .base import Model, observe, register_scalar
 from .truth import truth_of
-from ..privacy.ldp import LDP_MECHANISMS, NPRR, BoundedMechanism
-from ..privacy.mechanisms import make_mechanism, noise_record, released_scalar
 
 
 class UniformLaw(NamedTuple):
@@ -153,7 +154,7 @@ class MeanModel(Model):
     epsilon : float
         Privacy budget (``inf``: non-private).
     mechanism : str
-        ``'laplace'``, ``'gaussian'``, a mechanism of :mod:`ldpsim.privacy.ldp`, or a user's.
+        ``'laplace'``, ``'gaussian'``, a release of :data:`~ldpsim.privacy.mechanisms.LDP_MECHANISMS`, or a user's.
     delta : float, optional
         The Gaussian mechanism's delta.
     law : str
@@ -163,7 +164,7 @@ class MeanModel(Model):
     name = "mean"
     dim = 1
     keys = ("mechanism", "delta", "law")
-    mechanisms = ("laplace", "gaussian") + LDP_MECHANISMS
+    mechanisms = BOX_MECHANISMS
     user_mechanisms = True  # a user's additive mechanism (ldpsim.extend.Mechanism) in place of these
     path_keys = ("n", "epsilon", "c", "gamma", "theta0", "mechanism", "delta")
     key_defaults = {"law": "uniform"}

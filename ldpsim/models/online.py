@@ -9,7 +9,7 @@ sensitivity ``D`` of the bounded gradient calibrates the mechanism
 (:func:`ldpsim.privacy.online.online_mechanism`: Laplace, analytic or
 classical Gaussian, GDP), and the budget may be drawn per user. The clipped
 gradient may instead be released whole by a pure epsilon-LDP mechanism of
-:mod:`ldpsim.privacy.ldp` (issue 30; :func:`ldpsim.privacy.online.ball_mechanism`),
+:mod:`ldpsim.privacy.mechanisms` (``LDP_MECHANISMS``, issue 30; :func:`ldpsim.privacy.online.ball_mechanism`),
 at a constant ``epsilon``.
 
 The truth is computed, not assumed: ``theta*`` is the root of the population
@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from ..engine.errors import ConfigError
-from ..privacy.ldp import LDP_MECHANISMS, BoundedMechanism
+from ..privacy.mechanisms import LDP_MECHANISMS, BoundedMechanism
 from ..privacy.online import BUDGET_KEY, ONLINE_MECHANISMS, PER_USER_MECHANISMS, ball_mechanism, budget_law, \
     online_mechanism, online_noise_record
 from .base import Model
@@ -84,7 +84,7 @@ class OnlineModel(Model):
     dim : int
         ``d``, the number of covariates besides the intercept.
     mechanism : {'gdp', 'laplace', 'gaussian', 'gaussian_classical'}, one of ``LDP_MECHANISMS``, or None
-        ``None``: non-private. The releases of :mod:`ldpsim.privacy.ldp`
+        ``None``: non-private. The releases of :mod:`ldpsim.privacy.mechanisms`
         (budget ``epsilon``, constant) only for the clipped models.
     delta : float, optional
         Of the Gaussian mechanisms.
@@ -99,7 +99,7 @@ class OnlineModel(Model):
     keys = ("dim", "mechanism", "delta", "mu", "budget")
     key_defaults = {"dim": DEFAULT_DIM}
     #: Every online model's config may name these; only the clipped models take the releases of
-    #: :mod:`ldpsim.privacy.ldp` (the others refuse them in :meth:`complete_values`, naming those that do).
+    #: :data:`~ldpsim.privacy.mechanisms.LDP_MECHANISMS` (the others refuse them in :meth:`complete_values`, naming those that do).
     mechanisms = ONLINE_MECHANISMS + LDP_MECHANISMS
     #: Whether the gradient is bounded by clipping (else by Mallows weights).
     clipped = False
@@ -210,7 +210,7 @@ class OnlineModel(Model):
         Raises
         ------
         ConfigError
-            For a release of :mod:`ldpsim.privacy.ldp` (clipped models only).
+            For a release of :data:`~ldpsim.privacy.mechanisms.LDP_MECHANISMS` (clipped models only).
         """
         if name in LDP_MECHANISMS:
             raise ConfigError(ldp_refusal(name, self.name))
@@ -245,7 +245,7 @@ class OnlineModel(Model):
     def privacy_summary(self) -> dict:
         """``guarantee``, ``sensitivity`` (l2) and ``noise_variance`` (per coordinate, mean over users).
 
-        A release (:mod:`ldpsim.privacy.ldp`) has no sensitivity, and its
+        A release (:data:`~ldpsim.privacy.mechanisms.LDP_MECHANISMS`) has no sensitivity, and its
         variance depends on the gradient: the largest of a coordinate's, in
         the gradient's units (``clip^2`` times that of the scaled release).
         """
@@ -261,7 +261,7 @@ class OnlineModel(Model):
 
 
 def ldp_refusal(mechanism: str, model: str) -> str:
-    """Why ``model`` (Mallows-weighted) refuses a release of :mod:`ldpsim.privacy.ldp`, and which models take it."""
+    """Why ``model`` (Mallows-weighted) refuses a release of :data:`~ldpsim.privacy.mechanisms.LDP_MECHANISMS`, and which models take it."""
     takers = ", ".join(sorted(cls.name for cls in Clipped.__subclasses__()))
     return (f"mechanism = {mechanism!r} is not available for model {model!r}: of Shi et al.'s models the releases of a "
             f"clipped gradient ({', '.join(LDP_MECHANISMS)}) run with {takers}; allowed for {model}: "

@@ -22,8 +22,10 @@ import numpy as np
 
 from ..engine.dispatch import by_record
 from ..engine.errors import ConfigError
-from ..extend import Model, normal, observe, randomized_response, register_scalar, uniform, where
-from ..privacy.mechanisms import RandomizedResponse
+from ..engine.lanes import where
+from ..engine.rng import normal, uniform
+from ..privacy.mechanisms import RandomizedResponse, randomized_response
+from .base import Model, observe, register_scalar
 
 
 # The gradient takes two values. The kernel's step theta -> theta - eta g waits on

@@ -14,8 +14,8 @@ import math
 import numpy as np
 
 from ..engine.lanes import lane_array
-from ..privacy.ldp import LDP_MECHANISMS, NPRR, BoundedMechanism
-from ..privacy.mechanisms import make_mechanism, noise_record
+from ..privacy.mechanisms import BOX_MECHANISMS, BoundedMechanism, make_mechanism, noise_record
+from ..privacy.mechanisms.nprr import NPRR
 from .base import Model
 from .truth import truth_of
 from .covariates import CovariateLaw
@@ -45,7 +45,7 @@ class RegressionModel(Model):
         Law of ``X_1..X_dim`` on ``[-1, 1]``.
     mechanism : str
         Additive noise (``'laplace'``, ``'gaussian'``: calibrated to the gradient's l1 or l2
-        sensitivity), a mechanism of :mod:`ldpsim.privacy.ldp`, or a user's.
+        sensitivity), a release of :data:`~ldpsim.privacy.mechanisms.LDP_MECHANISMS`, or a user's.
     delta : float, optional
         The Gaussian mechanism's delta.
     dim : int, optional
@@ -54,7 +54,7 @@ class RegressionModel(Model):
 
     dim = len(COEF)
     keys = ("covariates", "mechanism", "delta", "dim")
-    mechanisms = ("laplace", "gaussian") + LDP_MECHANISMS
+    mechanisms = BOX_MECHANISMS
     user_mechanisms = True  # a user's additive mechanism (ldpsim.extend.Mechanism) in place of these
     key_defaults = {"dim": DEFAULT_DIM}
     late_path_keys = key_defaults  # 000's three covariates: every run before the key
@@ -101,7 +101,7 @@ class RegressionModel(Model):
 
     def noise_covariance(self) -> np.ndarray:
         """``S_LDP``: the additive mechanism's per-coordinate variance times the identity; for a mechanism of
-        :mod:`~ldpsim.privacy.ldp`, its release's covariance averaged over the data (from ``E[g g']``)."""
+        :data:`~ldpsim.privacy.mechanisms.LDP_MECHANISMS`, its release's covariance averaged over the data (from ``E[g g']``)."""
         mech = self.mechanism
         if isinstance(mech, BoundedMechanism):
             scale = np.outer(mech.bounds, mech.bounds)

@@ -314,11 +314,13 @@ def run_meta(settings, build_model) -> dict:
     ``user_files``: the path and SHA-256 of every user's file the settings
     name (model, mechanism, streams); ``truth``: for each distinct model whose
     ``G`` or ``S`` is estimated, the estimates with their standard errors, and
-    for each user's model whether its declared truth was checked.
+    for each user's model whether its declared truth was checked. Within
+    :func:`ldpsim.models.truth.deferred`, an estimate not yet made is left out and
+    ``truth_pending: True`` says so.
     """
-    from .truth import truth_of
+    from .truth import TruthPending, truth_of
 
-    files, truths, seen = {}, [], set()
+    files, truths, seen, pending = {}, [], set(), False
     for s in settings:
         for key in ("model", "mechanism", "streams"):
             value = getattr(s, key, None)
@@ -344,14 +346,19 @@ def run_meta(settings, build_model) -> dict:
                               f"declared {' and '.join(declared)} checked against Monte Carlo within 4 SE" if check
                               else f"declared {' and '.join(declared)} NOT checked (truth_check: false)")
         if parts:
-            truth = truth_of(model)
-            entry.update({k: v for k, v in truth.to_dict().items() if k not in ("theta_star",)})
+            try:
+                truth = truth_of(model)
+                entry.update({k: v for k, v in truth.to_dict().items() if k not in ("theta_star",)})
+            except TruthPending:  # (called within truth.deferred(): the estimate is made beside the compilation)
+                pending = True
         truths.append(entry)
     out = {}
     if files:
         out["user_files"] = list(files.values())
     if truths:
         out["truth"] = truths
+    if pending:
+        out["truth_pending"] = True
     return out
 
 

@@ -7,8 +7,9 @@ guarantee each gives in words, and the noise records the kernels draw from;
 differential privacy (mu-GDP <-> (epsilon, delta)); :mod:`.accountants` gives
 the (epsilon, delta) of a DP-SGD release by dp-accounting's PLD and RDP
 accountants, by exact GDP composition, or by the CLT of Bu et al. that 002
-uses (:mod:`.accounting`: an approximation, labelled so), and calibrates the
-noise to a target; :mod:`.composition` composes pure mechanisms (SAGD);
-:mod:`.scaling` scales data columns without leaking them. Models choose a
-mechanism; nothing here knows a model.
+uses (its closed forms in :mod:`.clt`: an approximation, labelled so), and
+calibrates the noise to a target; :mod:`.poisson` accounts Poisson batches
+under replace-one neighbours (``ldpsim fit``); :mod:`.composition` composes
+pure mechanisms (SAGD); :mod:`.scaling` scales data columns without leaking
+them. Models choose a mechanism; nothing here knows a model.
 """

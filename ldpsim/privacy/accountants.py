@@ -3,7 +3,7 @@
 A release is the DP-SGD path (``T`` steps of a subsampled Gaussian mechanism,
 noise multiplier ``sigma`` relative to the sensitivity ``D`` of the clipped
 mean gradient under the scheme's neighbouring relation,
-:func:`ldpsim.privacy.accounting.step_noise_sd`) and, composed with it,
+:func:`ldpsim.privacy.clt.step_noise_sd`) and, composed with it,
 further Gaussian mechanisms: the private ``A~`` and ``S~`` of the plug-in and
 corrected random-scaling intervals, the private scaling of ``ldpsim fit``.
 Gaussian mechanisms compose exactly in Gaussian DP (Dong, Roth & Su 2022,
@@ -35,7 +35,7 @@ The accountants (:data:`ACCOUNTANTS`), all but the last from Google's
     converted to (epsilon, delta) exactly (:func:`ldpsim.privacy.gdp.gdp_epsilon`).
 ``clt``
     the central limit theorem of Bu, Dong, Long & Su (2020) that 002 uses:
-    the path is asymptotically ``mu``-GDP (:func:`ldpsim.privacy.accounting.clt_mu`).
+    the path is asymptotically ``mu``-GDP (:func:`ldpsim.privacy.clt.clt_mu`).
     An approximation, NOT a bound: against PLD it understates epsilon by
     2-36% on the settings of docs/privacy.md, most with few steps or small delta.
 
@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine.errors import ConfigWarning
-from .accounting import SAMPLINGS, clt_mu, clt_sigma
+from .clt import SAMPLINGS, clt_mu, clt_sigma
 from .gdp import gdp_epsilon, gdp_mu
 
 #: Accountants, as configs spell them.

@@ -53,8 +53,7 @@ from scipy import stats
 from ..engine.dispatch import by_record
 from ..engine.jit import jit
 from ..engine.rng import kernel_rng, local_rng, release_rng, replication_generator
-from .ldp import release
-from .mechanisms import add_noise, draw_noise, gaussian_or_zero, randomized_response
+from .mechanisms import add_noise, draw_noise, gaussian_or_zero, randomized_response, release
 
 #: Statistic codes of the jitted loops.
 LAPLACE_LOSS, LINEAR = 0, 1
@@ -151,7 +150,7 @@ class _Added(NamedTuple):
 
 
 class _Released(NamedTuple):
-    """A release record of :mod:`.ldp`: the output is the release of the input (:func:`~.ldp.release`)."""
+    """A release record (:data:`~.mechanisms.LDP_MECHANISMS`): the output is the release of the input (:func:`~.mechanisms.release`)."""
 
     record: tuple
 
@@ -381,7 +380,7 @@ class StepProbe:
 
 @dataclass(frozen=True)
 class ReleaseProbe:
-    """A mechanism of :mod:`.ldp` (:func:`~.ldp.release`) at two scaled gradients in ``[-1, 1]^d``.
+    """A release (:func:`~.mechanisms.release`) at two scaled gradients in ``[-1, 1]^d``.
 
     The statistic is linear, ``(y - x)'(x' - x)``; for the 1-D mechanisms at
     ``x = -1``, ``x' = 1`` it is increasing in the output, whose density

@@ -10,7 +10,7 @@ The mechanisms are calibrated to ``D`` alone:
   sensitivity bounded by Cauchy-Schwarz, ``||v||_1 <= sqrt(p) ||v||_2`` in
   ``R^p`` (004, Example 1): epsilon-LDP;
 * ``gaussian``: ``N(0, sigma^2 I)`` with the analytic calibration of Balle &
-  Wang (2018) for (epsilon, delta)-LDP (:class:`~.mechanisms.Gaussian`);
+  Wang (2018) for (epsilon, delta)-LDP (:class:`~.mechanisms.gaussian_noise.Gaussian`);
 * ``gaussian_classical``: ``sigma = D sqrt(2 ln(1.25 / delta)) / epsilon``
   (004, Example 2; Dwork & Roth, Theorem A.1, which proves it for
   epsilon < 1 only);
@@ -34,11 +34,11 @@ and has no per-user form.
 
 **Releases of a clipped gradient.** A gradient clipped to the l2 ball of
 radius ``clip`` (the ``*_clip`` models) may instead be released whole by a
-pure epsilon-LDP mechanism of :mod:`.ldp` (``LDP_MECHANISMS``, budget key
+pure epsilon-LDP release of :mod:`.mechanisms` (``LDP_MECHANISMS``, budget key
 ``epsilon``, one release per user; :func:`ball_mechanism`): ``t = g / clip``
 lies in ``[-1, 1]^p``, the release is unbiased for ``t``, and ``clip`` times
 it replaces ``g``. ``duchi_l2`` releases ``t`` on the unit ball itself
-(:class:`~.ldp.DuchiL2` with ``ball=True``). These have no per-user form.
+(:class:`~.mechanisms.duchi.DuchiL2` with ``ball=True``). These have no per-user form.
 """
 
 from __future__ import annotations
@@ -52,20 +52,18 @@ import numpy as np
 
 from ..engine.config import ConfigError, show
 from ..engine.rng import uniform
-from .gdp import GaussianGDP, gdp_delta
-from .ldp import LDP_MECHANISMS, BoundedMechanism, DuchiL2, make_ldp_mechanism
-from .mechanisms import Gaussian, GaussianNoise, Laplace, LaplaceNoise, NoNoise, _fmt, add_noise, classical_gaussian_sigma
-from .mechanisms import noise_record, register_additive_vector
-from .mechanisms import gaussian as _gaussian_draw
-from .mechanisms import laplace as _laplace_draw
+from .mechanisms import LDP_MECHANISMS, ONLINE_MECHANISMS, PER_USER_MECHANISMS, REGISTRY, make_ldp_mechanism
+from .mechanisms.duchi import DuchiL2
+from .mechanisms.gaussian_noise import ClassicalGaussian, L2Gaussian
+from .mechanisms.gaussian_noise import gaussian as _gaussian_draw
+from .mechanisms.gdp_noise import GDPGuarantee
+from .mechanisms.kernel import NoNoise, _fmt, add_noise, register_additive_vector
+from .mechanisms.laplace_noise import L2Laplace
+from .mechanisms.laplace_noise import laplace as _laplace_draw
 
-#: Mechanisms of the online models, the default first.
-ONLINE_MECHANISMS = ("gdp", "laplace", "gaussian", "gaussian_classical")
-#: Which budget key each mechanism reads (the releases of :mod:`.ldp` read ``epsilon``).
-BUDGET_KEY = {"gdp": "mu", "laplace": "epsilon", "gaussian": "epsilon", "gaussian_classical": "epsilon",
-              **{name: "epsilon" for name in LDP_MECHANISMS}}
-#: Mechanisms whose budget may be drawn per user.
-PER_USER_MECHANISMS = ("gdp", "laplace", "gaussian_classical")
+#: Which budget key each mechanism reads (the releases read ``epsilon``); ``ONLINE_MECHANISMS`` (the default first)
+#: and ``PER_USER_MECHANISMS`` (budgets drawn per user) are the registry's (:mod:`.mechanisms.registry`).
+BUDGET_KEY = {name: REGISTRY[name].budget_key for name in ONLINE_MECHANISMS + LDP_MECHANISMS}
 
 
 # --- budget laws -----------------------------------------------------------------
@@ -216,54 +214,6 @@ for _cls in (UniformBudgetLaplaceNoise, UniformBudgetGaussianNoise):  # the mode
 
 
 @dataclass(frozen=True)
-class ClassicalGaussian:
-    """The Gaussian mechanism with the classical calibration ``sigma = D sqrt(2 ln(1.25/delta)) / epsilon``.
-
-    (epsilon, delta)-LDP for epsilon < 1 (Dwork & Roth, Theorem A.1); for
-    larger epsilon it is still (epsilon, delta)-LDP whenever
-    ``gaussian_delta(sigma, epsilon, D) <= delta``, which :attr:`exact_delta`
-    reports.
-
-    Parameters
-    ----------
-    epsilon : float
-        ``> 0``; ``inf`` for no noise.
-    delta : float
-        In (0, 1).
-    sensitivity : float
-        l2 sensitivity ``D``.
-    """
-
-    epsilon: float
-    delta: float
-    sensitivity: float
-
-    name: ClassVar[str] = "gaussian_classical"
-
-    @property
-    def sigma(self) -> float:
-        return classical_gaussian_sigma(self.epsilon, self.delta, self.sensitivity)
-
-    @property
-    def variance(self) -> float:
-        return self.sigma**2
-
-    @property
-    def exact_delta(self) -> float:
-        """The smallest delta this sigma attains at epsilon (Balle & Wang's formula)."""
-        from .mechanisms import gaussian_delta
-
-        return gaussian_delta(self.sigma, self.epsilon, self.sensitivity)
-
-    @property
-    def guarantee(self) -> str:
-        if math.isinf(self.epsilon):
-            return "no privacy (epsilon = inf, Gaussian noise off)"
-        return (f"(epsilon = {_fmt(self.epsilon)}, delta = {_fmt(self.delta)}) LDP (Gaussian, classical calibration, "
-                f"l2 sensitivity {self.sensitivity:.4g}; exact delta at this sigma {self.exact_delta:.3g})")
-
-
-@dataclass(frozen=True)
 class PerUserBudget:
     """A mechanism whose budget each user draws from ``law``.
 
@@ -319,46 +269,6 @@ class PerUserBudget:
     def record(self):
         cls = UniformBudgetLaplaceNoise if self.name == "laplace" else UniformBudgetGaussianNoise
         return cls(float(self.numerator), float(self.law.low), float(self.law.high - self.law.low))
-
-
-@dataclass(frozen=True)
-class GDPGuarantee(GaussianGDP):
-    """:class:`~.gdp.GaussianGDP` whose guarantee also lists (epsilon, delta(epsilon)) at epsilon = 1, 2, 3."""
-
-    @property
-    def guarantee(self) -> str:
-        if math.isinf(self.mu):
-            return "no privacy (mu = inf, Gaussian noise off)"
-        pairs = ", ".join(f"({e}, {gdp_delta(float(e), self.mu):.3g})" for e in (1, 2, 3))
-        return (f"mu = {_fmt(self.mu)} GDP (Gaussian, l2 sensitivity {self.sensitivity:.4g}): "
-                f"(epsilon, delta) LDP for {pairs}, ...")
-
-
-@dataclass(frozen=True)
-class L2Laplace(Laplace):
-    """:class:`~.mechanisms.Laplace` with the l1 sensitivity ``sqrt(p) D`` from the l2 bound ``D`` (004, Example 1)."""
-
-    dim: int = 1
-    l2_sensitivity: float = 1.0
-
-    @property
-    def guarantee(self) -> str:
-        if math.isinf(self.epsilon):
-            return "no privacy (epsilon = inf, Laplace noise off)"
-        return (f"epsilon = {_fmt(self.epsilon)} LDP (Laplace, l1 sensitivity sqrt({self.dim}) x "
-                f"{self.l2_sensitivity:.4g} = {self.sensitivity:.4g})")
-
-
-@dataclass(frozen=True)
-class L2Gaussian(Gaussian):
-    """:class:`~.mechanisms.Gaussian` (analytic calibration) with a guarantee that prints 4 digits of ``D``."""
-
-    @property
-    def guarantee(self) -> str:
-        if math.isinf(self.epsilon):
-            return "no privacy (epsilon = inf, Gaussian noise off)"
-        return (f"(epsilon = {_fmt(self.epsilon)}, delta = {_fmt(self.delta)}) LDP (Gaussian, analytic calibration, "
-                f"l2 sensitivity {self.sensitivity:.4g})")
 
 
 def _numerator(name, dim, sensitivity, delta) -> float:
@@ -421,12 +331,12 @@ def online_mechanism(name: str, dim: int, sensitivity: float, budget, delta: flo
 
 
 def ball_mechanism(name: str, dim: int, radius: float, epsilon: float):
-    """A release of :mod:`.ldp` for a gradient in the l2 ball of radius ``radius`` (``dim`` coordinates).
+    """A release of :mod:`.mechanisms` for a gradient in the l2 ball of radius ``radius`` (``dim`` coordinates).
 
     Parameters
     ----------
     name : str
-        One of :data:`~.ldp.LDP_MECHANISMS`.
+        One of :data:`~.mechanisms.LDP_MECHANISMS`.
     dim : int
         ``p``, the number of gradient coordinates.
     radius : float
@@ -462,13 +372,9 @@ def online_noise_record(mechanism, lanes: int = 1):
     """
     if mechanism is None:
         return NoNoise()
-    if isinstance(mechanism, BoundedMechanism):
-        return noise_record(mechanism, lanes)
     if isinstance(mechanism, PerUserBudget):
         return mechanism.record()
-    if isinstance(mechanism, Laplace):
-        return LaplaceNoise(mechanism.scale)
-    return GaussianNoise(float(mechanism.sigma))
+    return mechanism.noise_record(lanes)  # its class's (a release's, Laplace's, a Gaussian's)
 
 
 __all__ = ["BUDGET_KEY", "BudgetLaw", "ClassicalGaussian", "GDPGuarantee", "L2Gaussian", "L2Laplace",

@@ -26,8 +26,7 @@ from ..engine.rng import as_generator
 from ..engine import usercode
 from ..engine.usercode import shown
 from .audit import AdditiveProbe, AuditCase, Claim, ReleaseProbe, format_number, run_audit
-from .ldp import release
-from .mechanisms import build_mechanism, draw_noise, user_record
+from .mechanisms import build_mechanism, draw_noise, release, user_record
 
 #: Probability that a bound printed exceeds the truth (split between the two tests).
 ALPHA = 0.05

@@ -23,7 +23,7 @@ from ..models.base import add_gradient_at, constrain, gradient_at, observe
 from .steps import (EXACT_STEPS_BELOW, FIRST_FILL, RATIO_CHUNK, buffered_step_size, fill_step_ratios,  # noqa: F401
                     step_ratio, step_ratio_coefficients, step_size)
 from .user_methods import chain, users_step
-from .zoo import build_zoo, zoo_arrays, zoo_begin, zoo_end, zoo_gradient, zoo_main, zoo_observe, zoo_recentre
+from .zoo import build_zoo, zoo_arrays, zoo_begin, zoo_end, zoo_gradient, zoo_main, zoo_observe, zoo_on, zoo_recentre
 
 @jit
 def sum_of_squares(i):
@@ -155,6 +155,7 @@ def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_en
     # methods' states, updated after each step (ldpsim.recursion.user_methods; None: none, and no code for them).
     gen = local_rng(rngs)  # the generators' states in registers; release_rng writes them back
     zgens = zoo_begin(zoo)
+    zon = zoo_on(zoo)
     reps = 1  # a constant in the batch_size=None loop: the mini-batch loop compiles away
     if batch_size is not None:
         reps = batch_size
@@ -189,10 +190,13 @@ def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_en
         for _ in range(reps):
             obs = observe(params, gen)
             g += gradient_at(params, obs, theta, gen)
-            zoo_observe(zoo, zgens, obs, i, eta, c, gamma, ratio)
-        zoo_gradient(zoo, g)
+            if zon:
+                zoo_observe(zoo, zgens, obs, i, eta, c, gamma, ratio)
+        if zon:
+            zoo_gradient(zoo, g)
         theta -= (eta * (1.0 / reps)) * g
-        zoo_main(zoo, i, theta)
+        if zon:
+            zoo_main(zoo, i, theta)
         users_step(users, i, theta)
         s, a, t = sn_add(s, a, t, theta, ref, fi)
         if blocks is not None:
@@ -215,7 +219,8 @@ def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_en
                     batch_end = batch_ends[k] if k < batch_ends.shape[0] else n + 1
             if i == pow2:
                 s, a, t, ref = sn_recentre(s, a, t, ref, fi)
-                zoo_recentre(zoo, fi)
+                if zon:
+                    zoo_recentre(zoo, fi)
                 pow2 *= 2
                 diverged = running & lnot(np.isfinite(a))
                 if any_lane(diverged):  # those paths stop; the driver counts them
@@ -247,6 +252,7 @@ def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, 
     # model may map theta back into its parameter space (constrain: the Huber models' scale; a no-op else).
     gen = local_rng(rngs)  # the generators' states in registers; release_rng writes them back
     zgens = zoo_begin(zoo)
+    zon = zoo_on(zoo)
     reps = 1  # a constant in the batch_size=None loop: the mini-batch loop compiles away
     if batch_size is not None:
         reps = batch_size
@@ -278,14 +284,17 @@ def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, 
         for _ in range(reps):
             obs = observe(params, gen)
             add_gradient_at(params, obs, theta, gen, grad)
-            zoo_observe(zoo, zgens, obs, i, eta, c, gamma, ratio)
-        zoo_gradient(zoo, grad)
+            if zon:
+                zoo_observe(zoo, zgens, obs, i, eta, c, gamma, ratio)
+        if zon:
+            zoo_gradient(zoo, grad)
         for q in range(d):
             x = theta[q] - w * grad[q]
             grad[q] = 0.0  # zeroed for the next step here: ``grad[:] = 0.0`` was a memset call per step
             theta[q] = x
         constrain(params, theta)
-        zoo_main(zoo, i, theta)
+        if zon:
+            zoo_main(zoo, i, theta)
         users_step(users, i, theta)
         for q in range(d):
             s[q], a[q], t[q] = sn_add(s[q], a[q], t[q], theta[q], ref[q], fi)
@@ -309,7 +318,8 @@ def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, 
                     batch_end = batch_ends[k] if k < batch_ends.shape[0] else n + 1
             if i == pow2:
                 diverged = running & lnot(sn_recentre_all(s, a, t, ref, fi))
-                zoo_recentre(zoo, fi)
+                if zon:
+                    zoo_recentre(zoo, fi)
                 pow2 *= 2
                 if any_lane(diverged):  # those paths stop; the driver counts them
                     stopped = where(diverged, i, stopped)

@@ -12,6 +12,7 @@ values draw the same paths from the same seed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import inspect
@@ -27,8 +28,8 @@ from ..models import user as user_models
 from ..models.covariates import COVARIATES
 from ..models.mean import parse_law
 from ..models.quantile import parse_law as parse_quantile_law
-from ..privacy.mechanisms import MECHANISMS, Mechanism
-from ..privacy.online import ONLINE_MECHANISMS, parse_budget
+from ..privacy.mechanisms import Mechanism, names
+from ..privacy.online import parse_budget
 
 
 def parse_data_law(name: str, value) -> str:
@@ -45,8 +46,8 @@ def parse_data_law(name: str, value) -> str:
                       "and a + b <= 200 (model mean); normal or cauchy (model quantile)")
 
 
-#: The built-in mechanisms' names, as configs spell them.
-MECHANISM_NAMES = MECHANISMS + tuple(m for m in ONLINE_MECHANISMS if m not in MECHANISMS)
+#: The built-in mechanisms' names, as configs spell them (every entry of the registry, in its order).
+MECHANISM_NAMES = names()
 
 
 def _mechanism_value(name: str, value):
@@ -277,6 +278,8 @@ def _model_identity(setting) -> tuple:
 #: Model identity -> what stops it from being computed (None: nothing); one build per distinct model
 #: (a gamma x beta grid builds one; the logistic model's G is a quadrature).
 _MODEL_PROBLEMS: dict[tuple, str | None] = {}
+#: Settings whose check waits for a Monte Carlo truth (:func:`ldpsim.models.truth.deferred`), by identity.
+_PENDING: dict[tuple, object] = {}
 
 
 def _model_problem(setting) -> str | None:
@@ -284,12 +287,36 @@ def _model_problem(setting) -> str | None:
     if identity not in _MODEL_PROBLEMS:
         if len(_MODEL_PROBLEMS) > 1024:
             _MODEL_PROBLEMS.clear()
-        _MODEL_PROBLEMS[identity] = _build_problem(setting)
+        _MODEL_PROBLEMS[identity] = _build_problem(setting, defer=True)
+        if _MODEL_PROBLEMS[identity] is _DEFERRED:
+            _MODEL_PROBLEMS[identity] = None
+            _PENDING[identity] = setting
     return _MODEL_PROBLEMS[identity]
 
 
-def _build_problem(setting) -> str | None:
+#: What :func:`_build_problem` returns for a model whose variance waits for its Monte Carlo truth.
+_DEFERRED = object()
+
+
+def settle_truths() -> None:
+    """Estimate the truths that validation left for later (:func:`check_model`) and check what they give.
+
+    A built-in model whose noise variance is estimated (NPRR's) is checked
+    before the run without it; the run's compile step calls this beside the
+    kernels' compilation (:func:`ldpsim.engine.compiling.prepare`), and a
+    setting whose variance is then not a positive finite number is refused
+    as :func:`check_model` refuses it.
+    """
+    pending = list(_PENDING.items())
+    _PENDING.clear()
+    for identity, setting in pending:
+        _MODEL_PROBLEMS[identity] = _build_problem(setting)
+        check_model(setting)
+
+
+def _build_problem(setting, defer: bool = False) -> str | None:
     from ..models import build_model
+    from ..models.truth import TruthPending, deferred
 
     if is_user_model(setting.model):  # a user's model: its own one-line errors, raised (and remembered) here
         try:
@@ -304,15 +331,22 @@ def _build_problem(setting) -> str | None:
             if getattr(model, "clipped", False):  # where a clipped recursion converges: a root search, done now
                 theta_star = np.r_[theta_star, np.asarray(model.limit(), dtype=float)]
             try:
-                sigma = np.asarray(model.sigma(setting.batch_size), dtype=float)
+                # a built-in model's estimated truth is left for the compile step (settle_truths); a user's is
+                # estimated here, where its errors name the user's file
+                with deferred() if defer and not is_user_model(setting.model) else contextlib.nullcontext():
+                    sigma = np.asarray(model.sigma(setting.batch_size), dtype=float)
             except NotImplementedError:  # a model without G or S (004's clipped recursions): no oracle to check
                 sigma = None
+            except TruthPending:
+                sigma = _DEFERRED
     except ConfigError as exc:  # a user's mechanism refused by its own checks: that line, not a float problem
         return exc
     except (ArithmeticError, ValueError, np.linalg.LinAlgError, RuntimeError) as exc:  # RuntimeError: a root search
         return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no detail'}"
     if not np.isfinite(theta_star).all():
         return "its theta* (or the clipped recursion's limit) is not finite"
+    if sigma is _DEFERRED:
+        return _DEFERRED
     if sigma is not None and not (np.isfinite(sigma).all() and (np.diag(sigma) > 0).all()):
         return "its asymptotic variance is not a positive finite number"
     return None
@@ -365,4 +399,4 @@ GAMMA_WARNING_KINDS = {
 }
 
 __all__ = ["GAMMA_WARNING_KINDS", "MAX_STEPS", "MODEL_KEYS", "N_KEY", "check_model", "PATH_KEYS", "gamma_warnings",
-           "path_seconds", "path_seed_key", "path_values", "validate_path"]
+           "path_seconds", "path_seed_key", "path_values", "settle_truths", "validate_path"]

@@ -142,8 +142,11 @@ class ZooPaths(NamedTuple):
     hooks then know when they compile: a loop over ``range(d)`` whose length
     LLVM cannot see is vectorized with runtime checks, and at one lane such
     loops made HiGrad's step 40 times slower. ``active``: ``False`` skips
-    every method's per-step work at run time (one branch a step), so the
-    kernel times the main path alone without a kernel of its own.
+    every method's per-step work at run time (the kernels test
+    :func:`zoo_on`, a register, once a step), so a zoo kernel times the main
+    path alone without a kernel of its own. The test is in the kernels, not
+    in the hooks: there it cost HiGrad's and the plug-in's passes 4%
+    (``scripts/bench_zoo.py``), here nothing measurable.
     """
 
     hulc: object
@@ -185,6 +188,10 @@ def _python_hook(typer):
     def call(*args):
         return typer(*args)(*args)
     return call
+
+
+def zoo_on(zoo):
+    """Whether the zoo's methods step (``False`` without the zoo, a constant that compiles their calls away)."""
 
 
 def zoo_begin(zoo):
@@ -231,6 +238,13 @@ def _end_one(part, gen):
     if _none(part):
         return lambda part, gen: None
     return lambda part, gen: release_rng(part.rng, gen)
+
+
+@_hook(zoo_on)
+def _zoo_on(zoo):
+    if _none(zoo):
+        return lambda zoo: False
+    return lambda zoo: zoo.active
 
 
 @_hook(zoo_begin)
@@ -302,12 +316,7 @@ def _plugin_gradient(part, d, grad):
 def _zoo_gradient(zoo, grad):
     if _none(zoo):
         return lambda zoo, grad: None
-
-    def impl(zoo, grad):
-        if zoo.active:
-            plugin_gradient(zoo.plugin, dimension(zoo.dim), grad)
-
-    return impl
+    return lambda zoo, grad: plugin_gradient(zoo.plugin, dimension(zoo.dim), grad)
 
 
 def row_step(params, obs, gen, thetas, sums, row, step, grad, point, d):
@@ -473,8 +482,6 @@ def _zoo_observe(zoo, gens, obs, i, eta, c, gamma, ratio):
         return lambda zoo, gens, obs, i, eta, c, gamma, ratio: None
 
     def impl(zoo, gens, obs, i, eta, c, gamma, ratio):
-        if not zoo.active:  # (a timing pass of the main path, CoverageStudy._time_methods)
-            return
         d = dimension(zoo.dim)
         hulc_step(zoo.hulc, d, gens[0], obs, i, c, gamma, ratio)
         higrad_step(zoo.higrad, d, gens[1], obs, i, c, gamma, ratio)
@@ -488,12 +495,7 @@ def _zoo_observe(zoo, gens, obs, i, eta, c, gamma, ratio):
 def _zoo_main(zoo, i, theta):
     if _none(zoo):
         return lambda zoo, i, theta: None
-
-    def impl(zoo, i, theta):
-        if zoo.active:
-            obm_step(zoo.obm, dimension(zoo.dim), i, theta)
-
-    return impl
+    return lambda zoo, i, theta: obm_step(zoo.obm, dimension(zoo.dim), i, theta)
 
 
 def obm_centre(part, fi):
@@ -515,12 +517,7 @@ def _obm_centre(part, fi):
 def _zoo_recentre(zoo, fi):
     if _none(zoo):
         return lambda zoo, fi: None
-
-    def impl(zoo, fi):
-        if zoo.active:
-            obm_centre(zoo.obm, fi)
-
-    return impl
+    return lambda zoo, fi: obm_centre(zoo.obm, fi)
 
 
 if DISABLED:  # numba compiles nothing: each stub runs the implementation its overload would pick

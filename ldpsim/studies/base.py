@@ -165,6 +165,19 @@ class Study(ABC):
         """Compile (or load from the cache) the kernels once, before workers start, at the run's lanes."""
         for unit in self.warm_up_units(config, lanes):
             unit()
+        self.settle(config)
+
+    def settle(self, config: Config) -> None:
+        """The checks validation left for the compile step: they need a kernel of their own.
+
+        The default makes the Monte Carlo truths that :func:`ldpsim.recursion.keys.check_model`
+        deferred (NPRR's noise variance) and refuses a setting whose variance is then not a
+        positive finite number. :func:`ldpsim.engine.compiling.prepare` runs it beside the
+        compilation of the run's kernels.
+        """
+        from ..recursion.keys import settle_truths
+
+        settle_truths()
 
     def warm_up_units(self, config: Config, lanes: int | None = None) -> list:
         """:meth:`warm_up` as calls of their own, each a kernel (or a few) on a tiny input.

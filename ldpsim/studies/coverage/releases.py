@@ -22,7 +22,7 @@ from ...engine.dispatch import by_record
 from ...inference.methods import RELEASE_METHODS
 from ...inference.methods.nprr import release_params
 from ...inference.nprr_cs import PARAMS_SIZE, STATE_SIZE, nprr_running_bounds, nprr_state, nprr_update, released_value
-from ...privacy.ldp import NPRR
+from ...privacy.mechanisms.nprr import NPRR
 
 
 # The kernel's tap is a record: a run without release methods passes NoTap, whose functions compile to nothing,

@@ -5,8 +5,8 @@ plain-Python twins; :mod:`.glm` holds what linear and logistic regression
 need (designs, the private A~ and S~, the full-sample fits); :mod:`.study`
 declares the keys and computes a replication's intervals
 (:mod:`ldpsim.inference.dpsgd`); :mod:`.summary`, :mod:`.tables` and
-:mod:`.figures` summarise and draw; :mod:`.fit` runs the estimator and its
-intervals on a user's CSV (``ldpsim fit``).
+:mod:`.figures` summarise and draw. The estimator on a user's CSV (``ldpsim
+fit``) is :mod:`ldpsim.fit`, which runs this study's kernel and ``glm``.
 """
 
 from .study import DpsgdStudy

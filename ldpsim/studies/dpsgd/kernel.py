@@ -33,6 +33,12 @@ same order (tests require identical output):
   per-example gradients.
 * :func:`run_dpgd`: noisy full-gradient descent (Avella-Medina, Bradshaw &
   Loh 2023): ``theta_{k+1} = theta_k - step (1/n) sum_i clip(grad l_i(theta_k)) + s Z_k``.
+
+The model is a record (:class:`Linear` or :class:`Logistic`, :data:`MODELS`)
+whose :func:`label` and :func:`residual` are picked by its type
+(:func:`ldpsim.engine.dispatch.by_record`), as every model's gradient is: a
+kernel is compiled for one model, with no branch on it inside, and the twins
+call the same two functions.
 """
 
 from __future__ import annotations
@@ -41,7 +47,10 @@ import math
 
 import numpy as np
 
+from typing import NamedTuple
+
 from ...engine import interrupt
+from ...engine.dispatch import by_record
 from ...engine.interrupt import poll_mask, stop_requested
 from ...engine.jit import jit
 from ...engine.lanes import any_lane, lane_array, lane_of, lnot, padded, per_lane, where
@@ -51,19 +60,65 @@ from ...privacy.mechanisms import gaussian_or_zero
 from ...recursion.kernels import sn_add, sn_read, sn_recentre_all, step_ratio_coefficients, step_size
 from ...recursion.twins import _coefficients, _step_size, _sum_of_squares
 
-#: Model codes of the kernels.
-LINEAR, LOGISTIC = 0, 1
 #: Sampling codes of the kernels.
 SWOR, POISSON, CYCLIC = 0, 1, 2
 SAMPLING_CODES = {"swor": SWOR, "poisson": POISSON, "cyclic": CYCLIC}
-MODEL_CODES = {"linear": LINEAR, "logistic": LOGISTIC}
+
+
+# --- the models ----------------------------------------------------------------
+
+
+class Linear(NamedTuple):
+    """Linear regression: ``y = x'theta* + N(0, 1)``, squared loss, residual ``x'theta - y``."""
+
+    zero: float = 0.0  # numba wants a field
+
+
+class Logistic(NamedTuple):
+    """Logistic regression: ``y = 1{u < s(x'theta*)}``, logistic loss, residual ``s(x'theta) - y``."""
+
+    zero: float = 0.0
+
+
+#: The study's models, as configs spell them, and their kernel records.
+MODELS = {"linear": Linear(), "logistic": Logistic()}
+
+
+@by_record
+def label(model, gen, mean):
+    """The label of a row with ``x'theta* = mean``: one normal (linear) or one uniform (logistic)."""
+
+
+@by_record
+def residual(model, fit, y):
+    """``r`` with ``grad l_i(theta) = r x_i``, at ``fit = x_i'theta`` and the label ``y`` (lane-generic)."""
+
+
+@label.register(Linear)
+def _linear_label(model, gen, mean):
+    return mean + normal(gen)
+
+
+@label.register(Logistic)
+def _logistic_label(model, gen, mean):
+    return 1.0 if uniform(gen) * (1.0 + math.exp(-mean)) < 1.0 else 0.0  # u < s(mean)
+
+
+@residual.register(Linear)
+def _linear_residual(model, fit, y):
+    return fit - y
+
+
+@residual.register(Logistic)
+def _logistic_residual(model, fit, y):
+    return 1.0 / (1.0 + math.exp(-fit)) - y
 
 
 # --- the data ---------------------------------------------------------------
 
 
 @jit
-def _draw_data(stream, logistic, chol, theta_hi, theta_star, z, X, y, xnorm):
+def _draw_data(stream, model, chol, theta_hi, theta_star, z, X, y, xnorm):
     gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
     n, d = X.shape
     for j in range(d):
@@ -81,10 +136,7 @@ def _draw_data(stream, logistic, chol, theta_hi, theta_star, z, X, y, xnorm):
             mean += v * theta_star[j]
             sq += v * v
         xnorm[i] = math.sqrt(sq)
-        if logistic:
-            y[i] = 1.0 if uniform(gen) * (1.0 + math.exp(-mean)) < 1.0 else 0.0  # u < s(mean)
-        else:
-            y[i] = mean + normal(gen)
+        y[i] = label(model, gen, mean)
     release_rng(stream, gen)
 
 
@@ -102,14 +154,14 @@ def draw_data(gen: np.random.Generator, model: str, chol: np.ndarray, n: int, th
     d = chol.shape[0]
     theta_star, z = np.empty(d), np.empty(d)
     X, y, xnorm = np.empty((n, d)), np.empty(n), np.empty(n)
-    _draw_data(kernel_rng(gen), MODEL_CODES[model] == LOGISTIC, chol, float(theta_hi), theta_star, z, X, y, xnorm)
+    _draw_data(kernel_rng(gen), MODELS[model], chol, float(theta_hi), theta_star, z, X, y, xnorm)
     return theta_star, X, y, xnorm
 
 
 def draw_data_twin(gen: np.random.Generator, model: str, chol: np.ndarray, n: int, theta_hi: float):
     """Plain-Python twin of :func:`draw_data`."""
     d = chol.shape[0]
-    logistic = MODEL_CODES[model] == LOGISTIC
+    record = MODELS[model]
     theta_star = np.array([theta_hi * gen.random() for _ in range(d)])
     X, y, xnorm = np.empty((n, d)), np.empty(n), np.empty(n)
     z = np.empty(d)
@@ -125,10 +177,7 @@ def draw_data_twin(gen: np.random.Generator, model: str, chol: np.ndarray, n: in
             mean += v * theta_star[j]
             sq += v * v
         xnorm[i] = math.sqrt(sq)
-        if logistic:
-            y[i] = 1.0 if gen.random() * (1.0 + math.exp(-mean)) < 1.0 else 0.0
-        else:
-            y[i] = mean + gen.standard_normal()
+        y[i] = label(record, gen, mean)
     return theta_star, X, y, xnorm
 
 
@@ -136,7 +185,7 @@ def draw_data_twin(gen: np.random.Generator, model: str, chol: np.ndarray, n: in
 
 
 @jit(inline=True)
-def _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad, take):
+def _add_clipped(X, y, xnorm, i, theta, model, clip, grad, take):
     """Add ``clip(grad l_i(theta))`` to ``grad`` where ``take`` holds; 1 where it was clipped (and taken), else 0.
 
     ``grad l_i = r x_i`` with ``r = x_i'theta - y_i`` (linear) or
@@ -148,10 +197,7 @@ def _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad, take):
     fit = 0.0
     for j in range(d):
         fit += X[i, j] * theta[j]
-    if logistic:
-        r = 1.0 / (1.0 + math.exp(-fit)) - y[i]
-    else:
-        r = fit - y[i]
+    r = residual(model, fit, y[i])
     norm = abs(r) * xnorm[i]
     over = norm > clip
     if any_lane(over):
@@ -161,12 +207,12 @@ def _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad, take):
     return where(take & over, 1, 0)
 
 
-def _add_clipped_twin(X, y, xnorm, i, theta, logistic, clip, grad):
+def _add_clipped_twin(X, y, xnorm, i, theta, model, clip, grad):
     d = grad.shape[0]
     fit = 0.0
     for j in range(d):
         fit += X[i, j] * theta[j]
-    r = 1.0 / (1.0 + math.exp(-fit)) - y[i] if logistic else fit - y[i]
+    r = residual(model, fit, y[i])
     norm = abs(r) * xnorm[i]
     clipped = 0
     if norm > clip:
@@ -181,7 +227,7 @@ def _add_clipped_twin(X, y, xnorm, i, theta, logistic, clip, grad):
 
 
 @jit
-def _dpsgd_path(rngs, X, y, xnorm, logistic, sampling, steps, m, c, gamma, clip, sigma1, inv_lambda, perm,
+def _dpsgd_path(rngs, X, y, xnorm, model, sampling, steps, m, c, gamma, clip, sigma1, inv_lambda, perm,
                 theta, grad, ref, s, a, t, block_len, blocks, block, batch_ends, batches, batch, counts, done, stop,
                 mask):
     # Lane-generic (ldpsim.engine.lanes): one replication, or L side by side when handed kernel_rngs of L
@@ -220,7 +266,7 @@ def _dpsgd_path(rngs, X, y, xnorm, logistic, sampling, steps, m, c, gamma, clip,
                 idx = perm[r]
                 perm[r] = perm[q]
                 perm[q] = idx
-                clipped += _add_clipped(X, y, xnorm, idx, theta, logistic, clip, grad, True)
+                clipped += _add_clipped(X, y, xnorm, idx, theta, model, clip, grad, True)
             used += m
         elif sampling == 1:  # poisson: geometric gaps
             idx = -1
@@ -231,12 +277,12 @@ def _dpsgd_path(rngs, X, y, xnorm, logistic, sampling, steps, m, c, gamma, clip,
                 if not any_lane(active):
                     break
                 idx = where(active, idx + 1 + int(gap), idx)
-                clipped += _add_clipped(X, y, xnorm, where(active, idx, 0), theta, logistic, clip, grad, active)
+                clipped += _add_clipped(X, y, xnorm, where(active, idx, 0), theta, model, clip, grad, active)
                 used += where(active, 1, 0)
         else:  # cyclic (every lane at the same position)
             at = pos
             for q in range(m):
-                clipped += _add_clipped(X, y, xnorm, at, theta, logistic, clip, grad, True)
+                clipped += _add_clipped(X, y, xnorm, at, theta, model, clip, grad, True)
                 at += 1
                 if at == n:
                     at = 0
@@ -318,7 +364,7 @@ def run_dpsgd_lanes(gens, data, model: str, sampling: str, steps: int, batch_siz
     batches = lane_array((layout.batch_ends.shape[0], d), lanes)
     counts = lane_array(2, lanes, 0, np.int64)
     done = lane_array(1, lanes, 0, np.int64)
-    _dpsgd_path(kernel_rngs(gens), X, y, xnorm, MODEL_CODES[model] == LOGISTIC, SAMPLING_CODES[sampling],
+    _dpsgd_path(kernel_rngs(gens), X, y, xnorm, MODELS[model], SAMPLING_CODES[sampling],
                 int(steps), int(batch_size), float(c), float(gamma), float(clip), float(sigma1),
                 _inv_lambda(batch_size, n), perm, theta, *work[:5], int(layout.block_len), blocks, work[5],
                 layout.batch_ends, batches, work[6], counts, done, interrupt.FLAG, poll_mask(batch_size * d))
@@ -400,7 +446,7 @@ def run_dpsgd_twin(gen: np.random.Generator, X, y, xnorm, model: str, sampling: 
                    c: float, gamma: float, clip: float, sigma1: float, theta0: float, layout: StreamLayout):
     """Plain-Python twin of :func:`run_dpsgd` (same arithmetic, same draws); also returns the path ``(T, d)``."""
     n, d = X.shape
-    logistic = MODEL_CODES[model] == LOGISTIC
+    record = MODELS[model]
     code = SAMPLING_CODES[sampling]
     inv_lambda = _inv_lambda(batch_size, n)
     theta = np.full(d, float(theta0))
@@ -425,7 +471,7 @@ def run_dpsgd_twin(gen: np.random.Generator, X, y, xnorm, model: str, sampling: 
                 idx = perm[r]
                 perm[r] = perm[q]
                 perm[q] = idx
-                clipped += _add_clipped_twin(X, y, xnorm, idx, theta, logistic, clip, grad)
+                clipped += _add_clipped_twin(X, y, xnorm, idx, theta, record, clip, grad)
             used += batch_size
         elif code == POISSON:
             idx = -1
@@ -434,11 +480,11 @@ def run_dpsgd_twin(gen: np.random.Generator, X, y, xnorm, model: str, sampling: 
                 if gap >= n - 1 - idx:
                     break
                 idx += 1 + int(gap)
-                clipped += _add_clipped_twin(X, y, xnorm, idx, theta, logistic, clip, grad)
+                clipped += _add_clipped_twin(X, y, xnorm, idx, theta, record, clip, grad)
                 used += 1
         else:
             for q in range(batch_size):
-                clipped += _add_clipped_twin(X, y, xnorm, pos, theta, logistic, clip, grad)
+                clipped += _add_clipped_twin(X, y, xnorm, pos, theta, record, clip, grad)
                 pos = 0 if pos + 1 == n else pos + 1
             used += batch_size
         for q in range(d):
@@ -485,7 +531,7 @@ def run_dpsgd_twin(gen: np.random.Generator, X, y, xnorm, model: str, sampling: 
 
 
 @jit
-def _dpgd_path(stream, X, y, xnorm, logistic, steps, step, clip, noise_sd, theta, grad, stop):
+def _dpgd_path(stream, X, y, xnorm, model, steps, step, clip, noise_sd, theta, grad, stop):
     gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
     n, d = X.shape
     inv_n = 1.0 / n
@@ -493,7 +539,7 @@ def _dpgd_path(stream, X, y, xnorm, logistic, steps, step, clip, noise_sd, theta
         if stop_requested(stop):  # Ctrl-C (ldpsim.engine.interrupt), before each pass over the n examples
             break
         for i in range(n):
-            _add_clipped(X, y, xnorm, i, theta, logistic, clip, grad, True)
+            _add_clipped(X, y, xnorm, i, theta, model, clip, grad, True)
         for q in range(d):
             noise = gaussian_or_zero(gen, noise_sd)  # the audited mechanism (privacy/audit.py)
             theta[q] = theta[q] - step * (grad[q] * inv_n) + noise
@@ -509,7 +555,7 @@ def run_dpgd(gen: np.random.Generator, X, y, xnorm, model: str, steps: int, step
     """
     d = X.shape[1]
     theta, grad = np.full(d, float(theta0)), np.zeros(d)
-    _dpgd_path(kernel_rng(gen), X, y, xnorm, MODEL_CODES[model] == LOGISTIC, int(steps), float(step), float(clip),
+    _dpgd_path(kernel_rng(gen), X, y, xnorm, MODELS[model], int(steps), float(step), float(clip),
                float(noise_sd), theta, grad, interrupt.FLAG)
     interrupt.check()  # stopped by Ctrl-C: no result
     return theta
@@ -519,12 +565,12 @@ def run_dpgd_twin(gen: np.random.Generator, X, y, xnorm, model: str, steps: int,
                   noise_sd: float, theta0: float) -> np.ndarray:
     """Plain-Python twin of :func:`run_dpgd`."""
     n, d = X.shape
-    logistic = MODEL_CODES[model] == LOGISTIC
+    record = MODELS[model]
     theta, grad = np.full(d, float(theta0)), np.zeros(d)
     inv_n = 1.0 / n
     for _ in range(steps):
         for i in range(n):
-            _add_clipped_twin(X, y, xnorm, i, theta, logistic, clip, grad)
+            _add_clipped_twin(X, y, xnorm, i, theta, record, clip, grad)
         for q in range(d):
             noise = noise_sd * gen.standard_normal() if noise_sd > 0.0 else 0.0
             theta[q] = theta[q] - step * (grad[q] * inv_n) + noise
@@ -532,5 +578,5 @@ def run_dpgd_twin(gen: np.random.Generator, X, y, xnorm, model: str, steps: int,
     return theta
 
 
-__all__ = ["CYCLIC", "LINEAR", "LOGISTIC", "MODEL_CODES", "POISSON", "SAMPLING_CODES", "SWOR", "draw_data",
-           "draw_data_twin", "replication_seconds", "run_dpgd", "run_dpgd_twin", "run_dpsgd", "run_dpsgd_twin"]
+__all__ = ["CYCLIC", "MODELS", "POISSON", "SAMPLING_CODES", "SWOR", "Linear", "Logistic", "draw_data",
+           "draw_data_twin", "label", "residual", "replication_seconds", "run_dpgd", "run_dpgd_twin", "run_dpsgd", "run_dpsgd_twin"]

@@ -2,7 +2,7 @@
 
 One replication draws ``theta*`` and a dataset of ``n`` points (:mod:`.kernel`),
 runs DP-SGD for ``T = floor(n^kappa)`` steps with batches of ``m`` and noise
-calibrated to ``mu``-GDP by the CLT (:mod:`ldpsim.privacy.accounting`), fits
+calibrated to ``mu``-GDP by the CLT (:mod:`ldpsim.privacy.clt`), fits
 the non-private full-sample estimator (the oracle), releases the private
 ``A~``, ``S~`` at ``theta_bar`` (budget ``mu_var``), and builds every
 interval method's interval (:mod:`ldpsim.inference.dpsgd`; BB and BM of
@@ -32,7 +32,7 @@ from ...inference.intervals import (MIN_BOOTSTRAP_DRAWS, MULTIPLIERS, batch_mean
                                     block_bootstrap_draws, min_bootstrap_draws)
 from ...inference.streaming import StreamLayout, floor_power
 from ...privacy.accountants import ACCOUNTANTS, DEFAULT_ACCOUNTANT, DESCRIPTION, check_supported
-from ...privacy.accounting import SAMPLINGS
+from ...privacy.clt import SAMPLINGS
 from ...privacy.gdp import gdp_mu
 from ...recursion.keys import GAMMA_WARNING_KINDS, MAX_STEPS, gamma_warnings
 from ...engine.lanes import vector_width

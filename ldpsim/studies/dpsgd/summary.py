@@ -32,7 +32,7 @@ import numpy as np
 from ...engine.config import Config
 from ...inference.intervals import normal_quantile
 from ...privacy.accountants import ACCOUNTANTS, IS_BOUND, SUPPORTED, Unresolved, epsilon_pair
-from ...privacy.accounting import NEIGHBOURS, clt_mu
+from ...privacy.clt import NEIGHBOURS, clt_mu
 from ...privacy.gdp import compose, gdp_epsilon
 from ...reporting.stats import mean_se, proportion
 from ..coverage.summary import STAT_COLUMNS

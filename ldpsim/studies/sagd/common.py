@@ -337,6 +337,16 @@ class SagdStudy(Study):
     #: ``(out, tables, title) -> list of file names``, from :mod:`.figures`.
     figure: staticmethod
 
+    def warm_up_units(self, config, lanes=None):
+        # one unit per kernel, i.e. per loss (each loss record of models/erm.py has its own): compiled side by side
+        nodes = config.options["nodes"]
+        return [functools.partial(self._warm, config, setting)
+                for setting, _ in self.distinct_kernels(config, lambda s: build_model(s, nodes))]
+
+    def _warm(self, config, setting):
+        """Run ``setting``'s kernel once on a tiny input: compiles it, or loads it from numba's cache."""
+        raise NotImplementedError
+
     def write_outputs(self, out, tables, meta):
         meta["privacy"] = tables.get("privacy", [])
         (out / "table.md").write_text(self.render(tables, meta))

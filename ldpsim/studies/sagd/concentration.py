@@ -16,7 +16,6 @@ checked for the setting.
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import numpy as np
 
@@ -184,12 +183,9 @@ class ConcentrationStudy(SagdStudy):
         T = setting_T(setting, build_model(setting, options["nodes"]))
         return setting if fraction >= 1.0 else setting.replace(T=max(1, int(round(T * fraction))))
 
-    def warm_up_units(self, config, lanes=None):
-        return [partial(self._warm, config)]
-
-    def _warm(self, config):
-        # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)
-        s = config.settings[0].replace(n=8)
+    def _warm(self, config, setting):
+        # a tiny copy of the setting: its batches and halves are those of 8 points (the data drawn)
+        s = setting.replace(n=8)
         model = build_model(s, config.options["nodes"])
         run = path_params(ORACLES[s.oracle], s, model, s.sigma, 2, 1, True)
         replicate_paths(model, as_generator(0), 8, [run], 0.0, [1.0], [])

@@ -19,7 +19,6 @@ rise.
 
 from __future__ import annotations
 
-from functools import partial
 
 import numpy as np
 
@@ -139,12 +138,9 @@ class GeneralizationStudy(SagdStudy):
         # the same data, fewer passes
         return setting if fraction >= 1.0 else setting.replace(epochs=max(1, int(round(setting.epochs * fraction))))
 
-    def warm_up_units(self, config, lanes=None):
-        return [partial(self._warm, config)]
-
-    def _warm(self, config):
-        # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)
-        s = config.settings[0].replace(n=8)
+    def _warm(self, config, setting):
+        # a tiny copy of the setting: its batches and halves are those of 8 points (the data drawn)
+        s = setting.replace(n=8)
         model = build_model(s, config.options["nodes"])
         runs = [path_params(code, s, model, 0.1, 2, 1, False) for code in sorted(METHODS.values())]
         replicate_paths(model, as_generator(0), 8, runs, 0.0, [1.0], [0, 1])

@@ -20,7 +20,6 @@ next to the theorem's -2/3 (which ignores the logarithms, ``rho_(n,d)^2``).
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import numpy as np
 
@@ -141,12 +140,9 @@ class RateStudy(SagdStudy):
         # the same data, a fraction of the steps
         return setting if fraction >= 1.0 else setting.replace(T_factor=setting.T_factor * fraction)
 
-    def warm_up_units(self, config, lanes=None):
-        return [partial(self._warm, config)]
-
-    def _warm(self, config):
-        # a tiny copy of the first setting: its batches and halves are those of 8 points (the data drawn)
-        s = config.settings[0].replace(n=8)
+    def _warm(self, config, setting):
+        # a tiny copy of the setting: its batches and halves are those of 8 points (the data drawn)
+        s = setting.replace(n=8)
         model = build_model(s, config.options["nodes"])
         run = path_params(ORACLES[s.oracle], s, model, 0.1, 2, 1, True)
         replicate_paths(model, as_generator(0), 8, [run], 0.0, [1.0], [])

@@ -1,4 +1,4 @@
-"""Privacy accounting of DP-SGD (002, Corollary 3; Bu, Dong, Long & Su 2020) and its dp-accounting comparison."""
+"""The CLT of DP-SGD (:mod:`ldpsim.privacy.clt`: 002, Corollary 3; Bu, Dong, Long & Su 2020) against dp-accounting."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ldpsim.privacy.accounting import clt_mu, clt_sigma, gdp_summary, mu_from_epsilon_delta, step_noise_sd
+from ldpsim.privacy.clt import clt_mu, clt_sigma, gdp_summary, mu_from_epsilon_delta, step_noise_sd
 from ldpsim.privacy.gdp import gdp_delta
 
 

@@ -1,4 +1,8 @@
-"""The CLT accounting of DP-SGD that 002 uses (an approximation), and the noise of one step.
+"""The CLT of DP-SGD that 002 uses (an approximation, not an accountant), and the noise of one step.
+
+This module holds closed forms only; the accountants that give valid bounds
+(dp-accounting's PLD and RDP, exact GDP composition) are in
+:mod:`.accountants`, which puts this CLT beside them as ``accountant = clt``.
 
 One step of DP-SGD adds ``N(0, sigma^2 D^2)`` to a sum of clipped per-example
 gradients whose sensitivity is ``D``: on its own it is ``1/sigma``-GDP. Over

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 from scipy import linalg, optimize
 
-from ...engine.errors import ConfigError
+from ..engine.errors import ConfigError
 
 #: Largest magnitude a column may hold when it is used unscaled: its squares (the gradient's norm) stay floats.
 MAX_ABS = 1e150

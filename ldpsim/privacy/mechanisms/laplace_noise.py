@@ -1,0 +1,112 @@
+"""The Laplace mechanism, epsilon-LDP: i.i.d. ``Lap(0, b)`` noise on every coordinate, ``b = sensitivity / epsilon``.
+
+Calibrated to the l1 sensitivity of a gradient in a box (:func:`.additive.sensitivity`)
+for the models with a bounded gradient, and to ``sqrt(p)`` times the l2
+sensitivity ``D`` for Shi et al.'s online models (:class:`L2Laplace`, 004,
+Example 1), whose users may draw their budgets (:class:`ldpsim.privacy.online.PerUserBudget`).
+The audit draws through :func:`~.kernel.add_noise` and :func:`~.kernel.draw_noise`
+on its records, with the Laplace likelihood ratio (:mod:`ldpsim.privacy.audit`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar, NamedTuple
+
+from ...engine.jit import dual
+from ...engine.rng import exponential
+from .additive import Calibrated, sensitivity
+from .kernel import _fmt, register_noise
+from .registry import register
+
+
+@dataclass(frozen=True)
+class Laplace(Calibrated):
+    """The Laplace mechanism, epsilon-LDP (000, Example 2.1).
+
+    Adds i.i.d. ``Lap(0, b)`` noise, ``b = sensitivity / epsilon``, to every
+    coordinate of a gradient whose l1 sensitivity is ``sensitivity``
+    (:func:`sensitivity` with ``norm="l1"``). 000, Remark 2.1 prints the
+    scale as ``Delta(g) eps``; the mechanism needs ``Delta(g) / eps``
+    (docs/corrections.md, item 7).
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy budget, ``> 0``; ``math.inf`` for no privacy (no noise).
+    sensitivity : float
+        l1 sensitivity of the gradient, finite and ``> 0``.
+    """
+
+    epsilon: float
+    sensitivity: float
+
+    name: ClassVar[str] = "laplace"
+    switched_off: ClassVar[str] = "Laplace noise"
+
+    @classmethod
+    def from_bounds(cls, epsilon: float, bounds, delta: float | None = None) -> "Laplace":
+        """Calibrated to the l1 sensitivity of a gradient in the box ``|g_j| <= bounds[j]``."""
+        return cls(epsilon, sensitivity(bounds, "l1"))
+
+    def noise_record(self, lanes: int = 1) -> "LaplaceNoise":
+        """The kernel record: i.i.d. ``Lap(0, scale)`` per coordinate."""
+        return LaplaceNoise(self.scale)
+
+    @property
+    def scale(self) -> float:
+        """``b = sensitivity / epsilon`` (0.0 for epsilon = inf)."""
+        if math.isinf(self.epsilon):
+            return 0.0
+        return self.sensitivity / self.epsilon
+
+    @property
+    def variance(self) -> float:
+        """Variance added to each coordinate, ``2 b^2``."""
+        return 2.0 * self.scale**2
+
+    def claim(self) -> str:
+        """E.g. ``epsilon = 1 LDP (Laplace, l1 sensitivity 4)``."""
+        return f"epsilon = {_fmt(self.epsilon)} LDP (Laplace, l1 sensitivity {_fmt(self.sensitivity)})"
+
+
+@dataclass(frozen=True)
+class L2Laplace(Laplace):
+    """:class:`Laplace` with the l1 sensitivity ``sqrt(p) D`` from the l2 bound ``D`` (004, Example 1)."""
+
+    dim: int = 1
+    l2_sensitivity: float = 1.0
+
+    def claim(self) -> str:
+        return (f"epsilon = {_fmt(self.epsilon)} LDP (Laplace, l1 sensitivity sqrt({self.dim}) x "
+                f"{self.l2_sensitivity:.4g} = {self.sensitivity:.4g})")
+
+
+@dual(inline=True)  # the SAGD twins call it in plain Python
+def laplace(gen, scale):
+    """One ``Lap(0, scale)`` draw.
+
+    ``E1 - E2`` with ``E1, E2`` i.i.d. standard exponential is exactly
+    standard Laplace; numpy's ziggurat exponentials make the two draws about
+    twice as fast as ``gen.laplace`` (13 vs 26 ns a draw in a jitted loop),
+    which takes a logarithm every time.
+    """
+    return scale * (exponential(gen) - exponential(gen))
+
+
+class LaplaceNoise(NamedTuple):
+    """I.i.d. ``Lap(0, scale)`` per coordinate."""
+
+    scale: float
+
+
+@register_noise(LaplaceNoise)  # as a user's additive noise: one draw per coordinate
+def _draw_laplace(noise, gen):
+    return laplace(gen, noise.scale)
+
+
+register("laplace", Laplace, "Laplace noise calibrated to the gradient's l1 sensitivity (epsilon-LDP)", "additive",
+         online=True, per_user=True)
+
+__all__ = ["L2Laplace", "Laplace", "LaplaceNoise", "laplace"]
