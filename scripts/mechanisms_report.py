@@ -33,7 +33,9 @@ from scipy import optimize  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
 from ldpsim.models import MODELS  # noqa: E402
-from ldpsim.privacy.ldp import duchi_variance, hybrid_variance, piecewise_variance  # noqa: E402
+from ldpsim.privacy.mechanisms.duchi import duchi_variance  # noqa: E402
+from ldpsim.privacy.mechanisms.hybrid import hybrid_variance  # noqa: E402
+from ldpsim.privacy.mechanisms.piecewise import piecewise_variance  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LEVEL = 0.9

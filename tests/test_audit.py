@@ -24,7 +24,9 @@ from ldpsim.privacy.audit import (
     run_audit,
     statistic_grid,
 )
-from ldpsim.privacy.ldp import NPRR, Duchi, DuchiLinf, Piecewise
+from ldpsim.privacy.mechanisms.duchi import Duchi, DuchiLinf
+from ldpsim.privacy.mechanisms.nprr import NPRR
+from ldpsim.privacy.mechanisms.piecewise import Piecewise
 from ldpsim.privacy.mechanisms import GaussianNoise, LaplaceNoise, RandomizedResponse
 from ldpsim.privacy.online import UniformBudgetGaussianNoise, UniformBudgetLaplaceNoise
 

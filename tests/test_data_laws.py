@@ -26,7 +26,7 @@ from ldpsim.models.linear import LinearModel
 from ldpsim.models.logistic import LogisticModel
 from ldpsim.models.mean import BetaLaw, MeanModel, draw_law, parse_law, rounding_term
 from ldpsim.models.regression import COEF, coefficients
-from ldpsim.privacy import ldp
+from ldpsim.privacy.mechanisms import LDP_MECHANISMS
 from ldpsim.studies import STUDIES
 
 #: Tolerance of every Monte Carlo comparison, in standard errors.
@@ -101,7 +101,7 @@ def test_rounding_term_against_a_fine_midpoint_rule(G):
     assert rounding_term("uniform", G) == 1 / 6
 
 
-@pytest.mark.parametrize("name", ldp.LDP_MECHANISMS)
+@pytest.mark.parametrize("name", LDP_MECHANISMS)
 def test_mean_model_oracle_on_beta_is_a_quadrature(name):
     # S = Var X + (1/4) E[Var(M(t) | t)], t = 1 - 2X, X ~ Beta(2, 5): the conditional variance integrated against
     # t's density, cell by cell of NPRR's grid (the rounding term is a parabola per cell)

@@ -1,4 +1,4 @@
-"""The LDP mechanisms of bounded gradients (ldpsim/privacy/ldp.py): laws, constants, kernels, references.
+"""The LDP mechanisms of bounded gradients (ldpsim/privacy/mechanisms/): laws, constants, kernels, references.
 
 * each release is unbiased with the stated conditional covariance (Monte
   Carlo through the kernel, 4 SE), and the stated variances are those of the
@@ -31,8 +31,15 @@ from ldpsim.engine.rng import kernel_rng, local_rng, release_rng
 from ldpsim.models import truth as truth_module
 from ldpsim.models.linear import LinearModel
 from ldpsim.models.mean import MeanModel
-from ldpsim.privacy import ldp
-from ldpsim.privacy.ldp import release
+from ldpsim.privacy.mechanisms import LDP_MECHANISMS, make_ldp_mechanism
+from ldpsim.privacy.mechanisms.bounded import BoundedMechanism
+from ldpsim.privacy.mechanisms.duchi import (Duchi, duchi_bound, duchi_variance, DuchiL2, DuchiLinf, linf_constant,
+                                             linf_correlation)
+from ldpsim.privacy.mechanisms.hybrid import hybrid_alpha, hybrid_threshold, hybrid_variance
+from ldpsim.privacy.mechanisms.kernel import release
+from ldpsim.privacy.mechanisms.nprr import NPRR, nprr_entropy_rule, nprr_epsilon
+from ldpsim.privacy.mechanisms.piecewise import Piecewise, piecewise_c, piecewise_variance
+from ldpsim.privacy.mechanisms.sampled import piecewise_d_k, PiecewiseD
 from ldpsim.studies import STUDIES
 
 REFERENCES = json.loads((Path(__file__).parent / "data" / "mechanism_references.json").read_text())
@@ -57,7 +64,7 @@ def _gen(*key) -> np.random.Generator:
 
 @numba.njit(cache=True, error_model="numpy")
 def _draws(record, stream, t, n):
-    # n releases of t (d,) through ldp.release on the record, one per row (audit.py's _vector_counts pattern)
+    # n releases of t (d,) through release on the record, one per row (audit.py's _vector_counts pattern)
     gen = local_rng(stream)
     d = t.shape[0]
     out = np.empty((n, d))
@@ -82,7 +89,7 @@ def _draws_twin(record, gen, t, n):
 
 
 def _draw(mech_or_record, t, n, gen):
-    record = mech_or_record.record(lanes=1) if isinstance(mech_or_record, ldp.BoundedMechanism) else mech_or_record
+    record = mech_or_record.record(lanes=1) if isinstance(mech_or_record, BoundedMechanism) else mech_or_record
     return _draws(record, kernel_rng(gen), np.asarray(t, dtype=float), n)
 
 
@@ -131,7 +138,7 @@ EPS_1D = (0.5, 2.0, 8.0)  # 0.5: below the Hybrid mechanism's threshold (0.609),
 @pytest.mark.parametrize("epsilon", EPS_1D)
 @pytest.mark.parametrize("name", ONE_D)
 def test_one_dimensional_release_is_unbiased_with_its_variance(name, epsilon, t):
-    mech = ldp.make_ldp_mechanism(name, epsilon, [1.0])
+    mech = make_ldp_mechanism(name, epsilon, [1.0])
     x = _draw(mech, [t], N, _gen(name, epsilon, t))
     assert _moment_errors(x, np.array([t]), mech.conditional_covariance([t])) == []
 
@@ -139,8 +146,8 @@ def test_one_dimensional_release_is_unbiased_with_its_variance(name, epsilon, t)
 @pytest.mark.parametrize("name", ONE_D)
 def test_one_dimensional_mechanisms_split_epsilon_over_coordinates(name):
     # on a vector each coordinate is released alone at epsilon / d: covariance diag(Var_1(eps / d, t_j))
-    mech = ldp.make_ldp_mechanism(name, 3.0, BOUNDS[:3])
-    one = ldp.make_ldp_mechanism(name, 1.0, [1.0])
+    mech = make_ldp_mechanism(name, 3.0, BOUNDS[:3])
+    one = make_ldp_mechanism(name, 1.0, [1.0])
     t = np.array([0.3, -1.0, 0.8])
     cov = mech.conditional_covariance(t)
     np.testing.assert_allclose(np.diag(cov), [one.conditional_covariance([v])[0, 0] for v in t], rtol=1e-13)
@@ -160,7 +167,7 @@ EPS_MULTI = (1.0, 8.0, 12.5)  # piecewise_d's k = floor(eps / 2.5): 1, 3, 5 (the
 @pytest.mark.parametrize("epsilon", EPS_MULTI)
 @pytest.mark.parametrize("name", MULTI)
 def test_multidimensional_release_is_unbiased_with_its_covariance(name, epsilon, d, vector):
-    mech = ldp.make_ldp_mechanism(name, epsilon, BOUNDS[:d])
+    mech = make_ldp_mechanism(name, epsilon, BOUNDS[:d])
     t = VECTORS[vector](d)
     x = _draw(mech, t, N, _gen(name, epsilon, d, vector))
     assert _moment_errors(x, t, mech.conditional_covariance(t)) == []
@@ -170,32 +177,32 @@ def test_multidimensional_release_is_unbiased_with_its_covariance(name, epsilon,
                                            (8.0, 2, 2), (12.5, 5, 5), (12.5, 3, 3), (100.0, 4, 4)])
 def test_piecewise_d_samples_k_coordinates(epsilon, d, k):
     # Wang et al. (2019), Algorithm 4: k = max(1, min(d, floor(eps / 2.5))); the grid above has k = 1, 2, 3, 5
-    assert ldp.piecewise_d_k(epsilon, d) == k
-    mech = ldp.PiecewiseD(epsilon, np.ones(d))
+    assert piecewise_d_k(epsilon, d) == k
+    mech = PiecewiseD(epsilon, np.ones(d))
     assert mech.k == k and mech.record().k == k and mech.record().scale == d / k
     # exactly k coordinates are released (nonzero), each at epsilon / k
     x = _draw(mech, np.linspace(-1, 1, d), 2000, _gen("k", epsilon, d))
     assert ((x != 0).sum(axis=1) == k).all()
-    assert mech.record().one.c == pytest.approx(ldp.piecewise_c(epsilon / k), rel=1e-15)
+    assert mech.record().one.c == pytest.approx(piecewise_c(epsilon / k), rel=1e-15)
 
 
 def test_the_moment_check_has_teeth():
     # the checks above fail for constants 3% off: a tilt (the mean at t = 1 moves by 0.03, ~15 SE), PM's
     # probability of its central piece, l-infinity's bound (covariance off by 6%), duchi_l2's weights
     eps, t = 2.0, np.array([1.0])
-    good = ldp.Duchi(eps, [1.0]).record()
-    assert _moment_errors(_draw(good, t, N, _gen("teeth", 0)), t, ldp.Duchi(eps, [1.0]).conditional_covariance(t)) == []
+    good = Duchi(eps, [1.0]).record()
+    assert _moment_errors(_draw(good, t, N, _gen("teeth", 0)), t, Duchi(eps, [1.0]).conditional_covariance(t)) == []
     bad = good._replace(tilt=1.03 * good.tilt)
-    assert _moment_errors(_draw(bad, t, N, _gen("teeth", 0)), t, ldp.Duchi(eps, [1.0]).conditional_covariance(t))
-    pm = ldp.Piecewise(eps, [1.0])
+    assert _moment_errors(_draw(bad, t, N, _gen("teeth", 0)), t, Duchi(eps, [1.0]).conditional_covariance(t))
+    pm = Piecewise(eps, [1.0])
     bad = pm.record()._replace(inside=pm.record().inside * 1.03)
     t = np.array([0.5])
     assert _moment_errors(_draw(bad, t, N, _gen("teeth", 1)), t, pm.conditional_covariance(t))
-    linf = ldp.DuchiLinf(8.0, np.ones(3))
+    linf = DuchiLinf(8.0, np.ones(3))
     t = np.array([0.2, -0.4, 0.9])
     bad = linf.record()._replace(bound=1.03 * linf.bound)
     assert _moment_errors(_draw(bad, t, N, _gen("teeth", 2)), t, linf.conditional_covariance(t))
-    l2 = ldp.DuchiL2(8.0, BOUNDS[:3])
+    l2 = DuchiL2(8.0, BOUNDS[:3])
     bad = l2.record()._replace(weights=np.ones(3) / math.sqrt(3.0))  # weights that ignore the bounds
     assert _moment_errors(_draw(bad, t, N, _gen("teeth", 3)), t, l2.conditional_covariance(t))
 
@@ -210,7 +217,7 @@ def _law_1d(name: str, epsilon: float, t: float, d: int = 1) -> list[tuple[float
     probability ``e^(e/2) / (e^(e/2) + 1)`` uniform on ``[l, r]``, ``l = (C + 1) t / 2 - (C - 1) / 2``,
     ``r = l + C - 1``, else uniform on ``[-C, l) U (r, C]``; HM: PM w.p. ``alpha``, Duchi otherwise; Harmony
     (coordinate 0 of ``d``): ``+-d D`` w.p. ``1 / d`` (sign as Duchi's), else 0. Written from the papers,
-    not from ldp.py's kernels.
+    not from the mechanisms' kernels.
     """
     e = epsilon
     D = (math.exp(e) + 1) / (math.exp(e) - 1)
@@ -228,7 +235,7 @@ def _law_1d(name: str, epsilon: float, t: float, d: int = 1) -> list[tuple[float
         outside = 1 - inside
         return [(inside, lo, hi), (outside * (lo + C) / (C + 1), -C, lo), (outside * (C - hi) / (C + 1), hi, C)]
     if name == "hybrid":
-        alpha = 1 - math.exp(-e / 2) if e > ldp.HYBRID_THRESHOLD else 0.0
+        alpha = 1 - math.exp(-e / 2) if e > hybrid_threshold() else 0.0
         return ([(alpha * w, a, b) for w, a, b in _law_1d("piecewise", e, t)]
                 + [((1 - alpha) * w, a, b) for w, a, b in _law_1d("duchi", e, t)])
     raise ValueError(name)
@@ -259,21 +266,21 @@ def test_variance_formulas_are_those_of_the_textbook_laws(name, t, epsilon):
     # exact: the moments of the law as the papers define it against ldp's closed forms
     d = 5 if name == "harmony" else 1
     mean, var, _ = _central_moments(_law_1d(name, epsilon, t, d))
-    mech = ldp.make_ldp_mechanism(name, epsilon, np.ones(d))
+    mech = make_ldp_mechanism(name, epsilon, np.ones(d))
     tv = np.full(d, t)
     assert mean == pytest.approx(t, abs=1e-12)
     assert mech.conditional_covariance(tv)[0, 0] == pytest.approx(var, rel=1e-12)
     if name != "harmony":
-        fn = {"duchi": ldp.duchi_variance, "piecewise": ldp.piecewise_variance, "hybrid": ldp.hybrid_variance}[name]
+        fn = {"duchi": duchi_variance, "piecewise": piecewise_variance, "hybrid": hybrid_variance}[name]
         assert fn(epsilon, t) == pytest.approx(var, rel=1e-12)
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 2.0, 8.0])
-@pytest.mark.parametrize("name", ldp.LDP_MECHANISMS)
+@pytest.mark.parametrize("name", LDP_MECHANISMS)
 def test_variance_is_the_worst_case_over_the_box(name, epsilon):
     # ``variance``: the largest variance of a coordinate's release over t in the box (on a grid of t = s (1, ..),
     # and for NPRR over 200 points per cell of its grid: its rounding term peaks mid-cell)
-    mech = ldp.make_ldp_mechanism(name, epsilon, np.ones(3))
+    mech = make_ldp_mechanism(name, epsilon, np.ones(3))
     grid = np.linspace(-1, 1, 201)
     worst = max(np.diag(mech.conditional_covariance(np.full(3, s))).max() for s in grid)
     if name == "nprr":
@@ -284,20 +291,20 @@ def test_variance_is_the_worst_case_over_the_box(name, epsilon):
 def test_hybrid_threshold_is_where_pm_and_duchi_tie():
     # Wang et al. (2019): eps* ~ 0.61 is where PM's variance at t = 0 equals Duchi's D^2 (each one's worst case
     # at t = 0 as HM mixes them); below it HM is Duchi's mechanism
-    e = ldp.HYBRID_THRESHOLD
+    e = hybrid_threshold()
     assert 0.609 < e < 0.6095
-    assert ldp.piecewise_variance(e, 0.0) == pytest.approx(ldp.duchi_bound(e) ** 2, rel=1e-12)
-    assert ldp.hybrid_alpha(0.6) == 0.0 and ldp.hybrid_alpha(0.5) == 0.0
-    assert ldp.hybrid_alpha(0.61) == pytest.approx(1 - math.exp(-0.305), rel=1e-15)
+    assert piecewise_variance(e, 0.0) == pytest.approx(duchi_bound(e) ** 2, rel=1e-12)
+    assert hybrid_alpha(0.6) == 0.0 and hybrid_alpha(0.5) == 0.0
+    assert hybrid_alpha(0.61) == pytest.approx(1 - math.exp(-0.305), rel=1e-15)
     # below eps* HM's release has Duchi's law (it still makes PM's draws, and ignores them)
-    assert ldp.hybrid_variance(0.5, 0.3) == ldp.duchi_variance(0.5, 0.3)
+    assert hybrid_variance(0.5, 0.3) == duchi_variance(0.5, 0.3)
 
 
 # --- 2. Duchi et al.'s l-infinity mechanism by enumeration -------------------------------------------
 # The release at t: the randomized rounding of t to a vertex x (P(x_j = 1) = (1 + t_j) / 2, independently), then
 # z = B u with u in {-1, 1}^d, B = C_d D, on one side of x or the other by T ~ Bern(p), p = e^eps / (e^eps + 1).
 # How the ties <u, x> = 0 (even d) are shared decides bias and privacy; three rules are enumerated here:
-# * "fold" (the rule the tests hold ldp.py to): w uniform on the cube, folded onto sum(w) >= 0 (w -> -w when
+# * "fold" (the rule the tests hold duchi.py to): w uniform on the cube, folded onto sum(w) >= 0 (w -> -w when
 #   sum(w) < 0), u = +-(w o x) by T: P(u | x) = p / 2^(d-1) if <u, x> > 0, (1 - p) / 2^(d-1) if < 0, and 1 / 2^d
 #   for a tie. Unbiased with C_d = 2^(d-1) / binom(d-1, floor((d-1)/2)) (Duchi et al.'s odd-d constant, at every
 #   d), and exactly eps-LDP;
@@ -339,8 +346,8 @@ def _linf_law(d, epsilon, x, rule="fold") -> dict:
 
 
 def _linf_moments(d, epsilon, t, rule="fold", constant=None):
-    """``E[Z | t]`` and ``E[Z Z' | t]``, ``B = C_d D`` with ``C_d`` = ``constant`` or ``ldp.linf_constant(d)``."""
-    B = (ldp.linf_constant(d) if constant is None else constant) * ldp.duchi_bound(epsilon)
+    """``E[Z | t]`` and ``E[Z Z' | t]``, ``B = C_d D`` with ``C_d`` = ``constant`` or ``linf_constant(d)``."""
+    B = (linf_constant(d) if constant is None else constant) * duchi_bound(epsilon)
     mean, second = np.zeros(d), np.zeros((d, d))
     for x in _cube(d):
         px = float(np.prod((1 + t * x) / 2))
@@ -367,18 +374,18 @@ def test_linf_constant_and_correlation_by_enumeration(d):
     # 2^(d-1) / binom(d-1, (d-1)/2) (C_1 = 1, C_3 = 2, C_5 = 8/3), and the fold makes C_d = C_(d+1) at even d
     folded = [[-c for c in w] if sum(w) < 0 else list(w) for w in product((-1, 1), repeat=d)]
     e1 = Fraction(sum(v[0] for v in folded), len(folded))
-    assert ldp.linf_constant(d) == pytest.approx(float(1 / e1), rel=1e-15)
-    assert ldp.linf_constant(d) == pytest.approx(2 ** (d - 1) / math.comb(d - 1, (d - 1) // 2), rel=1e-15)
+    assert linf_constant(d) == pytest.approx(float(1 / e1), rel=1e-15)
+    assert linf_constant(d) == pytest.approx(2 ** (d - 1) / math.comb(d - 1, (d - 1) // 2), rel=1e-15)
     rho = Fraction(sum(v[0] * v[1] for v in folded), len(folded)) if d > 1 else Fraction(0)
     assert rho == 0  # the fold flips both signs together
-    assert ldp.linf_correlation(d) == float(rho)
+    assert linf_correlation(d) == float(rho)
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 3.0])
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6])
 def test_linf_release_is_unbiased_with_its_covariance_exactly(d, epsilon):
-    mech = ldp.DuchiLinf(epsilon, np.ones(d))
-    assert mech.bound == pytest.approx(ldp.linf_constant(d) * ldp.duchi_bound(epsilon), rel=1e-15)
+    mech = DuchiLinf(epsilon, np.ones(d))
+    assert mech.bound == pytest.approx(linf_constant(d) * duchi_bound(epsilon), rel=1e-15)
     for t in (np.linspace(-1, 1, d), np.array([0.3, -0.7, 0.9, 0.05, -0.5, 0.6])[:d], np.zeros(d)):
         mean, second = _linf_moments(d, epsilon, t)
         np.testing.assert_allclose(mean, t, rtol=0, atol=1e-12)
@@ -429,7 +436,7 @@ def test_linf_kernel_draws_the_fold_law(d):
     # the kernel's outputs at a vertex (t = x: the rounding is certain) have the fold's frequencies (chi-square over
     # the 2^d outputs), and at even d not those of ties in both halves (the power of the test)
     eps, n = 0.5, N
-    mech = ldp.DuchiLinf(eps, np.ones(d))
+    mech = DuchiLinf(eps, np.ones(d))
     x = np.array([1.0, -1.0, 1.0, 1.0])[:d]
     out = _draw(mech, x, n, _gen("linf-law", d))
     u = np.rint(out / mech.bound).astype(int)
@@ -449,7 +456,7 @@ def test_piecewise_is_epsilon_ldp_exactly(epsilon):
     # PM's density is C's central piece or the outer pieces: their ratio is e^eps at every pair of inputs (its
     # extremes at t = +-1; checked on a grid of inputs and outputs from the textbook law)
     ts = np.linspace(-1, 1, 21)
-    C = ldp.piecewise_c(epsilon)
+    C = piecewise_c(epsilon)
     ys = np.linspace(-C, C, 2001)[1:-1]
 
     def density(t):
@@ -476,7 +483,7 @@ TWIN_CASES = [(name, 2.0, [1.0], [0.3]) for name in ONE_D] + [
 @pytest.mark.parametrize("name, epsilon, bounds, t", TWIN_CASES,
                          ids=[f"{c[0]}-eps{c[1]}-d{len(c[3])}" for c in TWIN_CASES])
 def test_kernel_draws_equal_python_twin(name, epsilon, bounds, t):
-    mech = ldp.make_ldp_mechanism(name, epsilon, bounds)
+    mech = make_ldp_mechanism(name, epsilon, bounds)
     t = np.array(t, dtype=float)
     gen_k, gen_p = _gen("twin", name, epsilon), _gen("twin", name, epsilon)
     jitted = _draws(mech.record(lanes=1), kernel_rng(gen_k), t, 400)
@@ -490,7 +497,7 @@ def test_kernel_draws_equal_python_twin(name, epsilon, bounds, t):
 @pytest.mark.parametrize("name", ONE_D + MULTI)
 def test_inputs_outside_the_box_are_clamped(name):
     # t beyond [-1, 1] (a rounding of g / bounds) is released as the nearest point of the box, draw for draw
-    mech = ldp.make_ldp_mechanism(name, 4.0, BOUNDS[:3])
+    mech = make_ldp_mechanism(name, 4.0, BOUNDS[:3])
     inside = np.array([1.0, -1.0, 0.25])
     outside = np.array([1.0 + 1e-9, -7.0, 0.25])
     np.testing.assert_array_equal(_draw(mech, outside, 300, _gen("clamp", name)),
@@ -501,7 +508,7 @@ def test_inputs_outside_the_box_are_clamped(name):
 
 
 @pytest.mark.slow  # path kernels compiled at 1 and 8 lanes for new records (minutes on a cold cache): CI's slow tier
-@pytest.mark.parametrize("model, mechanism, lanes", [("mean", m, 8) for m in ldp.LDP_MECHANISMS]
+@pytest.mark.parametrize("model, mechanism, lanes", [("mean", m, 8) for m in LDP_MECHANISMS]
                          + [("linear", "duchi_linf", 8), ("linear", "duchi_l2", 8), ("linear", "duchi_linf", 4)])
 def test_lanes_give_each_replication_its_own_numbers(model, mechanism, lanes):
     # Every mechanism on the mean model, the vector ones that draw per lane on the linear model (duchi_linf: its
@@ -553,14 +560,14 @@ def test_sok_ldp_draws_agree_with_our_mean_and_variance(name, row):
     # square). (sok's HM switches at eps = 0.61, ours at 0.6094: no row lies between.)
     eps, t, n = row["epsilon"], row["t"], row["n"]
     d = row.get("d", 1)
-    mech = ldp.make_ldp_mechanism(name, eps, np.ones(d))
+    mech = make_ldp_mechanism(name, eps, np.ones(d))
     var = mech.conditional_covariance(np.full(d, t))[0, 0]
     _, law_var, mu4 = _central_moments(_law_1d(name, eps, t, d))
     assert var == pytest.approx(law_var, rel=1e-12) and var == pytest.approx(row["textbook_var"], rel=1e-12)
     assert abs(row["mean"] - t) < Z * math.sqrt(var / n)
     assert abs(row["var"] - var) < _var_tolerance(var, mu4, n)
     if name in ("duchi", "harmony"):  # two (three) points: the extremes are ours exactly
-        top = (d if name == "harmony" else 1) * ldp.duchi_bound(eps)
+        top = (d if name == "harmony" else 1) * duchi_bound(eps)
         assert row["max"] == pytest.approx(top, rel=1e-12) and row["min"] == pytest.approx(-top, rel=1e-12)
 
 
@@ -568,18 +575,18 @@ def test_sok_ldp_draws_agree_with_our_mean_and_variance(name, row):
 def test_nprr_entropy_rule_gives_the_authors_grid_and_keep_probability(row):
     # WannabeSmith/nprr at 36edeca, nprr/mechanisms.py::r_G_opt_entropy (which returns (r, G))
     eps = row["epsilon"]
-    G, r = ldp.nprr_entropy_rule(eps)
+    G, r = nprr_entropy_rule(eps)
     assert (G, r) == (row["G"], row["r"])
-    mech = ldp.NPRR(eps, [1.0])
+    mech = NPRR(eps, [1.0])
     assert (mech.G, mech.r) == (row["G"], row["r"])
-    assert ldp.nprr_epsilon(G, r) == pytest.approx(eps, rel=1e-12)
+    assert nprr_epsilon(G, r) == pytest.approx(eps, rel=1e-12)
 
 
 def _nprr_pmf(G, r, x, uniform="textbook"):
     """P(y = k / G), k = 0..G, of NPRR's raw output at ``x`` in [0, 1].
 
     Stochastic rounding of ``x`` to the grid, kept w.p. ``r``; otherwise ``textbook``: uniform on the G + 1 points
-    (Waudby-Smith et al. 2023, and ldp.py); ``as_coded``: ``np.round(beta(1, 1) * G) / G`` (WannabeSmith/nprr's
+    (Waudby-Smith et al. 2023, and nprr.py); ``as_coded``: ``np.round(beta(1, 1) * G) / G`` (WannabeSmith/nprr's
     mechanisms.py): the endpoints get 1 / (2G), the interior points 1 / G (the same for G = 1).
     """
     pmf = np.zeros(G + 1)
@@ -608,7 +615,7 @@ def test_nprr_reference_draws(row):
     # whose endpoints have probability 1 / (2G) (a smaller variance for G >= 2; the same law for G = 1). Our
     # release is the textbook's, debiased to the t = 2x - 1 scale: Var = 4 Var(y) / r^2.
     eps, x, n, G, r = row["epsilon"], row["x"], row["n"], row["G"], row["r"]
-    mech = ldp.NPRR(eps, [1.0])
+    mech = NPRR(eps, [1.0])
     assert (mech.G, mech.r) == (G, r)
     textbook = _pmf_moments(_nprr_pmf(G, r, x))
     coded = _pmf_moments(_nprr_pmf(G, r, x, "as_coded"))
@@ -642,7 +649,7 @@ def test_nprr_is_epsilon_ldp_exactly(epsilon):
     # P(y = k / G | x) at inputs on the grid (where the rounding is a point mass: the extremes); the round-beta
     # uniform of WannabeSmith/nprr loses log(1 + 2 G r / (1 - r)) instead for G >= 2 (the reference file's
     # eps_actual_of_their_nprr_release)
-    mech = ldp.NPRR(epsilon, [1.0])
+    mech = NPRR(epsilon, [1.0])
     G, r = mech.G, mech.r
     xs = np.arange(G + 1) / G if G < 100 else np.array([0.0, 0.5, 1.0, 1 / G])
     for kind, want in (("textbook", epsilon), ("as_coded", math.log1p(2 * G * r / (1 - r)) if G > 1 else epsilon)):
@@ -657,7 +664,7 @@ def test_nprr_is_epsilon_ldp_exactly(epsilon):
 def test_our_nprr_draws_the_textbook_law(epsilon, x):
     # the grid point behind each release (y = (r (t' + 1) / 2 + (1 - r) / 2), k = y G) has the textbook pmf,
     # not the round-beta one of WannabeSmith/nprr
-    mech = ldp.NPRR(epsilon, [1.0])
+    mech = NPRR(epsilon, [1.0])
     G, r = mech.G, mech.r
     out = _draw(mech, [2 * x - 1], N, _gen("nprr-law", epsilon, x))[:, 0]
     k = np.rint((r * (out + 1) / 2 + (1 - r) / 2) * G).astype(int)
@@ -674,7 +681,7 @@ def test_our_nprr_draws_the_textbook_law(epsilon, x):
 
 
 @pytest.mark.parametrize("epsilon", [1.0, 4.0])
-@pytest.mark.parametrize("name", ldp.LDP_MECHANISMS)
+@pytest.mark.parametrize("name", LDP_MECHANISMS)
 def test_mean_model_gradient_covariance_is_a_quadrature(name, epsilon):
     # theta - X released as (theta - 1/2) + M(t) / 2, t = 1 - 2X ~ U(-1, 1):
     # S = Var(X) + E[Var(M(t))] / 4 = 1/12 + (1/8) int_{-1}^{1} Var(M(t)) dt, by quadrature of the conditional
@@ -690,12 +697,12 @@ def test_mean_model_gradient_covariance_is_a_quadrature(name, epsilon):
     assert model.gradient_covariance()[0, 0] == pytest.approx(1 / 12 + integral / 8, rel=1e-10)
 
 
-@pytest.mark.parametrize("name", ldp.LDP_MECHANISMS)
+@pytest.mark.parametrize("name", LDP_MECHANISMS)
 def test_expected_covariance_averages_the_conditional_one(name):
     # E[Cov(M(t) | t)] from E[t t'] alone (NPRR: and E[f (1 - f)]) equals the average of the conditional covariance
     # over any law of t: 500 points of the box of d = 4 (unequal bounds)
     gen = _gen("expected", name)
-    mech = ldp.make_ldp_mechanism(name, 2.0, BOUNDS[:4])
+    mech = make_ldp_mechanism(name, 2.0, BOUNDS[:4])
     ts = gen.uniform(-1, 1, (500, 4)) ** 3
     average = np.mean([mech.conditional_covariance(t) for t in ts], axis=0)
     second = ts.T @ ts / len(ts)
@@ -713,7 +720,7 @@ def _linear_gradients_at_truth(model, m, gen):
     return np.clip(-e, -model.clip, model.clip)[:, None] * x
 
 
-@pytest.mark.parametrize("name", [m for m in ldp.LDP_MECHANISMS if m != "nprr"])
+@pytest.mark.parametrize("name", [m for m in LDP_MECHANISMS if m != "nprr"])
 def test_linear_model_noise_covariance_averages_the_release_covariance(name):
     # S_LDP = E_g[diag(b) Cov(M(g / b) | g) diag(b)] over gradients at the truth, by Monte Carlo over g (4 SE per
     # entry); NPRR's needs the law of the rounding and is estimated (truth_of) instead
@@ -737,7 +744,7 @@ def _estimate(model, samples):
 #: The fast tier checks one release end to end (PM: released_scalar on a BoundedNoise record); each other record
 #: compiles its own truth kernel (7-45 s each, 3 min in all on a cold cache): those run in CI's slow tier.
 KERNEL_S_CASES = [pytest.param(name, epsilon, marks=() if name == "piecewise" and epsilon == 1.0
-                               else pytest.mark.slow) for name in ldp.LDP_MECHANISMS for epsilon in (1.0, 4.0)]
+                               else pytest.mark.slow) for name in LDP_MECHANISMS for epsilon in (1.0, 4.0)]
 
 
 @pytest.mark.parametrize("name, epsilon", KERNEL_S_CASES)
@@ -771,7 +778,7 @@ def test_linear_model_gradient_covariance_matches_truth_of(name):
 
 def test_truth_cache_key_covers_the_ldp_kernels():
     # truth_of caches S on disk under a key that hashes the estimator's sources; the LDP releases live in
-    # privacy/ldp.py (NPRR's S of the regression models is that estimate), so an edit there must change the key
+    # privacy/mechanisms/ (NPRR's S of the regression models is that estimate), so an edit there must change the key
     seen = []
     original = truth_module.source_hash
 
@@ -785,7 +792,7 @@ def test_truth_cache_key_covers_the_ldp_kernels():
     finally:
         truth_module.source_hash = original
     names = seen[-1]
-    assert not names or any(n in ("privacy/ldp.py", "privacy", "privacy/") for n in names), names
+    assert not names or any(n in ("privacy/mechanisms", "privacy", "privacy/") for n in names), names
 
 
 @pytest.fixture

@@ -228,7 +228,7 @@ def test_infinite_epsilon_adds_no_noise():
 
 def test_names_and_guarantees():
     assert (RandomizedResponse.name, Laplace.name, Gaussian.name) == MECHANISMS[:3]
-    from ldpsim.privacy.ldp import CLASSES, LDP_MECHANISMS
+    from ldpsim.privacy.mechanisms import CLASSES, LDP_MECHANISMS
 
     assert MECHANISMS[3:] == LDP_MECHANISMS == tuple(CLASSES)  # the LDP releases, after the additive ones
     # class-level names are not dataclass fields: positional construction as specified

@@ -134,7 +134,7 @@ def test_state_before_any_value():
 
 def _textbook_nprr(gen, x, G, r):
     """Textbook NPRR of x in [0, 1]: stochastic rounding to {0, 1/G, .., 1} kept with probability r, else a uniform
-    grid point (as ldpsim/privacy/ldp.py's _release_nprr and the JSON's release)."""
+    grid point (as ldpsim/privacy/mechanisms/nprr.py's _release_nprr and the JSON's release)."""
     u = gen.random((3,) + x.shape)
     low = np.minimum(np.floor(G * x), G - 1)
     rounded = (low + (u[0] < G * x - low)) / G

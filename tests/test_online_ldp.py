@@ -1,7 +1,7 @@
 """The LDP releases of bounded gradients in 004's clipped models (huber_clip, logistic_clip): kernels, laws, config.
 
 The clipped gradient ``g`` (``||g||_2 <= clip``) is released whole: ``t = g / clip``
-in ``[-1, 1]^p``, an unbiased release of ``t`` (ldpsim/privacy/ldp.py), times
+in ``[-1, 1]^p``, an unbiased release of ``t`` (ldpsim/privacy/mechanisms/), times
 ``clip``; ``duchi_l2`` releases ``t`` on the unit ball itself. Statistical checks
 use 4 Monte Carlo standard errors.
 """
@@ -19,7 +19,9 @@ import ldpsim
 from ldpsim.engine.errors import ConfigError
 from ldpsim.engine.rng import kernel_rng, local_rng, release_rng
 from ldpsim.models import MODELS, add_gradient_at
-from ldpsim.privacy import ldp
+from ldpsim.privacy.mechanisms import LDP_MECHANISMS
+from ldpsim.privacy.mechanisms.duchi import duchi_bound, DuchiL2, l2_constant
+from ldpsim.privacy.mechanisms.sampled import PiecewiseD
 from ldpsim.privacy.mechanisms import BoundedNoise
 from ldpsim.studies.trajectory.kernel import run_trajectories, trajectory_twin
 from test_ldp_mechanisms import _draws, _moment_errors  # the releases drawn through the kernel function, their check
@@ -157,8 +159,8 @@ BALL_POINTS = {"inside": np.array([0.3, -0.5, 0.1, 0.2]), "sphere": np.array([0.
 def test_duchi_l2_ball_law(where, epsilon):
     # v = g / clip in the unit ball of R^4: E[Z | v] = v, Cov = (B^2 / d) I - v v' (the box formula with weights 1)
     clip, v = 1.7, BALL_POINTS[where]
-    mech = ldp.DuchiL2(epsilon, np.full(4, clip), ball=True)
-    bound = ldp.l2_constant(4) * ldp.duchi_bound(epsilon)
+    mech = DuchiL2(epsilon, np.full(4, clip), ball=True)
+    bound = l2_constant(4) * duchi_bound(epsilon)
     np.testing.assert_array_equal(mech.weights, np.ones(4))
     cov = bound**2 / 4 * np.eye(4) - np.outer(v, v)
     np.testing.assert_allclose(mech.conditional_covariance(v), cov, rtol=1e-14, atol=1e-15)
@@ -166,7 +168,7 @@ def test_duchi_l2_ball_law(where, epsilon):
     np.testing.assert_allclose(np.linalg.norm(x, axis=1), bound, rtol=1e-12)  # on the sphere of radius B
     assert _moment_errors(x, v, cov) == []
     # teeth: the box form's release of the same t (v shrunk by 1 / 2 = 1 / sqrt(d)) has covariance B^2 I - v v'
-    box = ldp.DuchiL2(epsilon, np.full(4, clip))
+    box = DuchiL2(epsilon, np.full(4, clip))
     np.testing.assert_allclose(box.weights, np.full(4, 0.5))
     errors = _moment_errors(_draws(box.record(), kernel_rng(_gen("box", where, epsilon)), v, 20_000), v, cov)
     assert [e[:8] for e in errors] == [f"cov[{j},{j}]" for j in range(4)]  # every variance, no mean, no covariance
@@ -175,16 +177,16 @@ def test_duchi_l2_ball_law(where, epsilon):
 def test_duchi_l2_ball_form_in_the_models():
     model = _model("huber_clip", "duchi_l2", epsilon=2.0, clip=1.5)
     mech = model.mechanism
-    assert isinstance(mech, ldp.DuchiL2) and mech.ball and mech.dim == model.p == 5
+    assert isinstance(mech, DuchiL2) and mech.ball and mech.dim == model.p == 5
     np.testing.assert_array_equal(mech.bounds, np.full(5, 1.5))
     np.testing.assert_array_equal(model.kernel_params().noise.mechanism.weights, np.ones(5))
     np.testing.assert_array_equal(mech.output_bound, np.full(5, mech.bound))
     assert mech.guarantee == "epsilon = 2 LDP (Duchi et al., l2, on the l2 ball of radius 1.5)"
     # the other mechanisms work on the box |t_j| <= 1 that holds the ball
     pd = _model("huber_clip", "piecewise_d", epsilon=2.0, clip=1.5).mechanism
-    assert type(pd) is ldp.PiecewiseD and not hasattr(pd, "ball") and (pd.bounds == 1.5).all()
+    assert type(pd) is PiecewiseD and not hasattr(pd, "ball") and (pd.bounds == 1.5).all()
     with pytest.raises(ValueError, match="the ball form needs equal bounds"):
-        ldp.DuchiL2(1.0, [1.0, 2.0], ball=True)
+        DuchiL2(1.0, [1.0, 2.0], ball=True)
 
 
 # --- config: the budget key, the guarantee, the refusals ----------------------------------------------
@@ -202,7 +204,7 @@ def test_budget_key_and_guarantees():
         "epsilon = 2 LDP (Duchi et al., each of 4 coordinates at epsilon = 0.5)"
     summary = model.privacy_summary()
     assert summary["sensitivity"] is None
-    assert summary["noise_variance"] == pytest.approx(1.5**2 * ldp.duchi_bound(0.5) ** 2, rel=1e-14)
+    assert summary["noise_variance"] == pytest.approx(1.5**2 * duchi_bound(0.5) ** 2, rel=1e-14)
     s = _settings(model="huber_clip", mechanism="piecewise_d", budget=3.0)[0]  # a constant budget is epsilon
     assert (s.mechanism, s.epsilon, s.mu, s.budget) == ("piecewise_d", 3.0, None, None)
     assert ldpsim.models.build_model(s).guarantee == "epsilon = 3 LDP (Piecewise mechanism, k of d coordinates)"
@@ -223,7 +225,7 @@ def test_budget_key_and_guarantees():
      "run with gdp, laplace, gaussian_classical"),
     ({"model": "huber_mallows", "mechanism": "duchi_l2"},
      "mechanism = 'duchi_l2' is not available for model 'huber_mallows': of Shi et al.'s models the releases of a "
-     f"clipped gradient ({', '.join(ldp.LDP_MECHANISMS)}) run with huber_clip, logistic_clip; allowed for "
+     f"clipped gradient ({', '.join(LDP_MECHANISMS)}) run with huber_clip, logistic_clip; allowed for "
      "huber_mallows: gdp, laplace, gaussian, gaussian_classical"),
     ({"model": "logistic_mallows", "mechanism": "piecewise"},
      "mechanism = 'piecewise' is not available for model 'logistic_mallows': of Shi et al.'s models the releases"),

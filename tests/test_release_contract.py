@@ -12,7 +12,7 @@ from ldpsim.engine.errors import ConfigError
 from ldpsim.models.linear import LinearModel
 from ldpsim.models.mean import MeanModel
 from ldpsim.models.truth import truth_of
-from ldpsim.privacy.ldp import release
+from ldpsim.privacy.mechanisms.kernel import release
 from ldpsim.privacy.mechanisms import BoundedNoise, make_mechanism, noise_record
 from ldpsim.privacy.user_audit import audit_mechanism
 

@@ -286,7 +286,7 @@ def _cache_file(key: str) -> Path | None:
 def _estimator_source() -> str:
     """Hash of the code the estimate depends on (read once per process)."""
     return source_hash(["models/truth.py", "models/base.py", "engine/rng.py", "engine/lanes.py",
-                        "privacy/mechanisms", "privacy/ldp.py", "engine/dispatch.py",
+                        "privacy/mechanisms", "engine/dispatch.py",
                         "models/covariates.py", "models/regression.py"])
 
 
