@@ -8,7 +8,8 @@ generated from the code so that they cannot drift.
     <!-- studies -->                         the registered studies, the default first
     <!-- models -->, <!-- models:full -->   the built-in models (full: every mechanism of each; short: none)
     <!-- mechanisms -->                      the registered mechanisms and the models that take them (short: grouped)
-    <!-- methods -->                         the interval methods of the coverage study
+    <!-- methods -->                         the interval methods of the coverage study (methods:STUDY another study's;
+                                             methods:registry each method's declaration; ldpsim.inference.methods)
     <!-- cli -->                             every command of ``python -m ldpsim`` and its flags
     <!-- outputs -->                         each study's CSV tables and their columns
     <!-- papers -->                          the bibliography: each paper's reference and what ldpsim takes
@@ -50,28 +51,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 _KINDS = ("keys", "studies", "models", "mechanisms", "methods", "cli", "outputs", "papers", "compare")
 _BLOCK = re.compile(r"(<!-- ((" + "|".join(_KINDS) + r")(?::[^>]*?)?) -->\n)(.*?)(<!-- /\3 -->)", re.S)
-
-#: What each interval method of the coverage study is (a method added without a line here fails, naming it).
-METHOD_TEXT = {
-    "BB": "multiplier block bootstrap, blocks of length floor(n^beta), B draws (Dette & Graw 2024, eq. 11-12)",
-    "BBjoint": "the simultaneous block-bootstrap box for all coordinates of a vector model",
-    "BM": "batch means (Chen, Lee, Tong & Zhang 2020)",
-    "SN": "random scaling, self-normalised (Lee, Liao, Seo & Shin 2022), its critical values computed",
-    "oracle": "theta_bar +- z sqrt(Sigma / n) with the true asymptotic variance: the yardstick",
-    "AsympCS": "asymptotic confidence sequence (Waudby-Smith et al. 2024), batch-means variance: valid at every "
-               "look at once",
-    "AsympCS_oracle": "AsympCS with the true asymptotic variance",
-    "NPRR_H": "NPRR Hoeffding confidence sequence (Waudby-Smith, Wu & Ramdas 2023); `mean` model, `nprr`",
-    "NPRR_EB": "NPRR empirical-Bernstein confidence sequence (same source and needs)",
-    "NPRR_H_CI": "NPRR Hoeffding interval, bets tuned for n",
-    "NPRR_EB_CI": "NPRR empirical-Bernstein interval, bets tuned for n",
-    "HulC": "[min, max] of B averaged paths on consecutive segments (Kuchibhotla et al. 2024)",
-    "HiGrad": "t interval from a tree of threads on disjoint observations (Su & Zhu 2018)",
-    "OB": "online bootstrap: B perturbed paths, each user answers B + 1 times (Fang, Xu & Yang 2018)",
-    "OB_split": "OB with each of the B + 1 answers at epsilon / (B + 1) (and delta / (B + 1)): the run's budget in all",
-    "OBM": "fully online batch-means covariance (Zhu, Chen & Wu 2023)",
-    "plugin_oracle": "plug-in sandwich G^-1 S_n G^-1, S_n from the privatized gradients, G known (Chen et al. 2020)",
-}
 
 
 def pages(root: Path = ROOT) -> list[Path]:
@@ -219,18 +198,11 @@ def mechanisms_table(form: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def methods_table() -> str:
-    """The interval methods of the coverage study (the ``methods`` key's choices), default ones marked."""
-    from .studies.coverage.study import METHODS_KEY
+def methods_table(study: str = "coverage") -> str:
+    """The methods of ``study`` (its ``methods`` key's choices), default ones marked: from the methods' registry."""
+    from .inference.methods.docs import methods_table as table
 
-    missing = [m for m in METHODS_KEY.choices if m not in METHOD_TEXT]
-    if missing:
-        raise ValueError(f"methods without a line in ldpsim/docgen.py's METHOD_TEXT: {', '.join(missing)}")
-    lines = ["| `method` | interval |", "|----------|----------|"]
-    for name in METHODS_KEY.choices:
-        default = " (default)" if name in METHODS_KEY.default else ""
-        lines.append(f"| `{name}`{default} | {_cell(METHOD_TEXT[name])} |")
-    return "\n".join(lines) + "\n"
+    return table(study)
 
 
 def _flag(action) -> str:
@@ -335,8 +307,12 @@ def _block(spec: str, where: str, root: Path = ROOT) -> str:
         return models_table(rest)
     if kind == "mechanisms" and rest in ("", "short"):
         return mechanisms_table(rest)
-    if kind == "methods" and not rest:
-        return methods_table()
+    if kind == "methods" and rest == "registry":
+        from .inference.methods.docs import registry_table
+
+        return registry_table()
+    if kind == "methods":
+        return methods_table(rest or "coverage")
     if kind == "cli" and not rest:
         return cli_reference()
     if kind == "outputs" and not rest:
@@ -390,6 +366,6 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["COMMAND", "METHOD_TEXT", "cli_reference", "compare_table", "key_rows", "keys_table",
+__all__ = ["COMMAND", "cli_reference", "compare_table", "key_rows", "keys_table",
            "main", "mechanisms_table", "methods_table", "models_table", "outputs_table", "pages", "papers_list",
            "render", "stale", "studies_table"]

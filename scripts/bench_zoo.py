@@ -29,7 +29,8 @@ from ldpsim.engine.jit import jit
 from ldpsim.engine.lanes import lane_array, vector_width
 from ldpsim.engine.rng import exponential, kernel_rngs, local_rng, normal, release_rng, uniform
 from ldpsim.inference.streaming import StreamLayout
-from ldpsim.inference.zoo import ZOO_METHODS, HiGradLayout, HulCLayout, OBMLayout
+from ldpsim.inference.methods import ZOO_METHODS
+from ldpsim.inference.zoo import HiGradLayout, HulCLayout, OBMLayout
 from ldpsim.models import QuantileModel, QuantileRegressionModel
 from ldpsim.recursion.kernels import run_paths_lanes
 from ldpsim.recursion.zoo import STREAM_CODES, ZooSpec

@@ -597,7 +597,8 @@ def test_a_diverging_user_model_counts_its_failed_replications(tmp_path):
 
 def test_models_of_examples_are_documented_and_tested():
     names = sorted(p.name for p in EXAMPLES.glob("*.py"))
-    assert names == ["clipped_mean.py", "label_logistic.py", "my_duchi.py", "my_quantile.py", "staircase.py"]
+    assert names == ["clipped_mean.py", "label_logistic.py", "my_batch_means.py", "my_duchi.py", "my_quantile.py",
+                     "staircase.py", "t_batch_means.py"]
     docs = (ROOT / "docs" / "extending.md").read_text()
     assert all(name in docs for name in names)
 

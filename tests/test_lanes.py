@@ -21,7 +21,7 @@ import ldpsim
 from ldpsim.engine import lanes as L
 from ldpsim.engine.jit import jit
 from ldpsim.engine.lanes import lnot, where
-from ldpsim.inference.zoo import ZOO_METHODS
+from ldpsim.inference.methods import ZOO_METHODS
 from ldpsim.engine.rng import exponential, kernel_rngs, local_rng, normal, normal_where, release_rng, \
     uniform, uniform_where
 from ldpsim.inference.streaming import StreamLayout

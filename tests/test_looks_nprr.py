@@ -16,6 +16,7 @@ import ldpsim
 from ldpsim.engine.config import ConfigError
 from ldpsim.engine.rng import as_generator
 from ldpsim.inference import nprr_cs as cs
+from ldpsim.inference.methods.nprr import release_reference
 from ldpsim.models.mean import MeanModel
 from ldpsim.recursion.twins import path_twin
 from ldpsim.inference.streaming import StreamLayout
@@ -69,7 +70,7 @@ def test_the_kernels_bounds_are_the_authors_on_the_same_releases():
     trace = run_trace(model, as_generator(8), 1.0, 0.6, 0.0, TraceLayout.build(grid_looks, 0.75, 0.6), tap)
     z, _, keep = _releases(model, 8, n)
     for j, name in enumerate(NPRR_METHODS):
-        lower, upper = cs.release_reference(name, z, keep, 0.9, n)
+        lower, upper = release_reference(name, z, keep, 0.9, n)
         np.testing.assert_allclose(trace.released[:, j, 0], lower[grid_looks - 1], rtol=1e-13, atol=1e-15)
         np.testing.assert_allclose(trace.released[:, j, 1], upper[grid_looks - 1], rtol=1e-13, atol=1e-15)
     alpha = 1.0 - 0.9

@@ -16,7 +16,8 @@ from ldpsim.engine.config import ConfigError
 from ldpsim.engine.rng import replication_generator
 from ldpsim.inference.intervals import normal_quantile
 from ldpsim.inference.streaming import StreamLayout
-from ldpsim.inference.zoo import ZOO_METHODS, HiGradLayout, HulCLayout, OBMLayout, hulc_coverage
+from ldpsim.inference.methods import ZOO_METHODS
+from ldpsim.inference.zoo import HiGradLayout, HulCLayout, OBMLayout, hulc_coverage
 from ldpsim.models import MODELS
 from ldpsim.recursion.kernels import run_paths_lanes
 from ldpsim.recursion.twins import path_twin

@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 
 from .jit import DISABLED
+from .numba_cache import USER_MODULE_PREFIX
 
 
 @dataclass
@@ -167,6 +168,9 @@ def _portable(kernel: Kernel):
         pickle.loads(data)
     except Exception:  # noqa: BLE001  (types of classes another process cannot import)
         return None
+    if USER_MODULE_PREFIX.encode() in data:
+        # a class of a user's file loaded by path: it unpickles here, where the file is loaded, not in a worker
+        return None
     return (*where, data)
 
 
@@ -273,6 +277,9 @@ def describe_types(argtypes) -> dict:
             if cls.__name__ == "ZooPaths" and cls.__module__.startswith("ldpsim."):
                 parts.extend(f for f, t in zip(cls._fields, ty.types)
                              if f not in ("dim", "active") and not isinstance(t, (types.NoneType, types.Omitted)))
+            elif cls.__dict__.get("__ldpsim_method_state__"):  # a user's method's state (register_update marks it)
+                parts.append(f"user {cls.__qualname__}")
+                return
             elif record is None and not cls.__module__.startswith(_MACHINERY):
                 record = _record_text(ty)
                 return

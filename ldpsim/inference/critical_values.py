@@ -22,6 +22,14 @@ from functools import lru_cache
 import numpy as np
 
 
+@lru_cache(maxsize=256)
+def normal_quantile(level: float) -> float:
+    """``z`` with ``P(|Z| <= z) = level`` for standard normal ``Z`` (cached: scipy takes 0.2 ms a call)."""
+    from scipy import special  # scipy.stats.norm.ppf's own function, without scipy.stats' import (0.4 s)
+
+    return float(special.ndtri(0.5 + level / 2.0))
+
+
 def _char_fn(t: np.ndarray | float, c: float) -> complex:
     w = np.sqrt(2j * t * c * c)
     # log sinh w = w + log(1 - e^{-2w}) - log 2, stable and branch-free for Re w > 0

@@ -35,8 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .critical_values import random_scaling_critical_value
-from .intervals import normal_quantile
+from .critical_values import normal_quantile, random_scaling_critical_value
 
 
 def sampling_factor(sampling: str, n: int, m: int) -> float:

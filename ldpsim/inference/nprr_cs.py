@@ -482,33 +482,26 @@ def nprr_trace(z, state, params, out):
         out[i, 2], out[i, 3] = nprr_running_bounds(state)
 
 
-# --- as methods of a coverage run -------------------------------------------------------------------
-
-#: Interval methods of a coverage run that read each user's NPRR release (the mean model with
-#: ``mechanism: nprr``), not the SGD path: name -> (method of this module, a fixed-``n`` CI or not).
-#: Each reports the running intersection of its bounds: the CSs' ``[max_{s<=t} L_s, min_{s<=t} U_s]``,
-#: the CIs' ``[L, U]`` at ``n`` as the authors' code reads them. All four are valid at every ``t`` at
-#: once (a CI is the CS of bets tuned for ``n``); at a look ``t < n`` a CI is that CS read at ``t``.
-RELEASE_METHODS = {"NPRR_H": ("hoeffding", False), "NPRR_EB": ("empbern", False),
-                   "NPRR_H_CI": ("hoeffding", True), "NPRR_EB_CI": ("empbern", True)}
+# --- as methods of a coverage run (ldpsim.inference.methods.nprr names them: NPRR_H, NPRR_EB, NPRR_H_CI, NPRR_EB_CI)
 
 
-def release_params(methods, r: float, level: float, n: int) -> np.ndarray:
-    """``(len(methods), PARAMS_SIZE)`` params of :data:`RELEASE_METHODS` ``methods`` at ``alpha = 1 - level``."""
-    out = np.zeros((len(methods), PARAMS_SIZE))
-    for j, name in enumerate(methods):
-        method, ci = RELEASE_METHODS[name]
+def release_params(specs, r: float, level: float, n: int) -> np.ndarray:
+    """``(len(specs), PARAMS_SIZE)`` params of the ``(method, ci)`` pairs ``specs`` at ``alpha = 1 - level``.
+
+    ``method`` is one of :data:`METHODS`; ``ci``: a fixed-``n`` interval (bets tuned for ``n``) or a CS.
+    """
+    out = np.zeros((len(specs), PARAMS_SIZE))
+    for j, (method, ci) in enumerate(specs):
         out[j] = nprr_params(method, r, 1.0 - level, n if ci else None)
     return out
 
 
-def release_reference(name: str, z, r: float, level: float, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The running bounds of ``name`` over ``t = 1..len(z)``, from the plain-numpy reference (the twin's).
+def release_reference(method: str, ci: bool, z, r: float, level: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The running bounds of ``(method, ci)`` over ``t = 1..len(z)``, from the plain-numpy reference (the twin's).
 
     ``n`` is the run's length (the CIs' bets are tuned for it; ``len(z) <= n``). At ``t = n`` the
     CIs equal :func:`hoeffding_ci` and :func:`empbern_ci`.
     """
-    method, ci = RELEASE_METHODS[name]
     alpha = 1.0 - level
     if not ci:  # the authors' CS arrays
         return running_intersection(*{"hoeffding": hoeffding_cs, "empbern": empbern_cs}[method](z, r, alpha))

@@ -145,6 +145,9 @@ class PathState:
         Batch sums of the iterates, ``(M + 1, d)``.
     steps : int
         Steps completed: ``n``, or fewer if the path diverged and stopped.
+    own : list, optional
+        The states of the users' methods streamed in the same pass (their
+        records, this replication's copies), or ``None``.
     """
 
     theta_bar: np.ndarray
@@ -152,6 +155,7 @@ class PathState:
     blocks: np.ndarray
     batches: np.ndarray
     steps: int
+    own: list | None = None
 
     def finite(self, n: int) -> bool:
         """Whether the path ran all ``n`` steps and left finite state."""

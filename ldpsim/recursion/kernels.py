@@ -18,9 +18,11 @@ from ..engine.jit import jit
 from ..engine.lanes import any_lane, lane_array, lane_of, lnot, padded, where
 from ..engine.rng import kernel_rngs, local_rng, release_rng
 from ..inference.streaming import PathState, StreamLayout
+from ..inference.user_methods import lane_state
 from ..models.base import add_gradient_at, constrain, gradient_at, observe
 from .steps import (EXACT_STEPS_BELOW, FIRST_FILL, RATIO_CHUNK, buffered_step_size, fill_step_ratios,  # noqa: F401
                     step_ratio, step_ratio_coefficients, step_size)
+from .user_methods import chain, users_step
 from .zoo import build_zoo, zoo_arrays, zoo_begin, zoo_end, zoo_gradient, zoo_main, zoo_observe, zoo_on, zoo_recentre
 
 @jit
@@ -143,12 +145,14 @@ def _close_blocks(blocks, i, n):
 
 
 @jit
-def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_ends, batches, stop, out, steps, zoo):
+def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_ends, batches, stop, out, steps, zoo,
+                 users):
     # Lane-generic (ldpsim.engine.lanes): one path, theta in a register, or L side by side (rngs of L
     # generators, LaneArray blocks, batches and outputs), theta a vector register. On return
     # out = (theta_bar, V_n) and steps[0] = n, or the step at which the path stopped (it diverged, or the run
     # was interrupted); a lane that stopped keeps computing, unrecorded. zoo: the method zoo's paths and
-    # state on the same observations (ldpsim.recursion.zoo; None: none, and no code for them).
+    # state on the same observations (ldpsim.recursion.zoo; None: none, and no code for them). users: the users'
+    # methods' states, updated after each step (ldpsim.recursion.user_methods; None: none, and no code for them).
     gen = local_rng(rngs)  # the generators' states in registers; release_rng writes them back
     zgens = zoo_begin(zoo)
     zon = zoo_on(zoo)
@@ -193,6 +197,7 @@ def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_en
         theta -= (eta * (1.0 / reps)) * g
         if zon:
             zoo_main(zoo, i, theta)
+        users_step(users, i, theta)
         s, a, t = sn_add(s, a, t, theta, ref, fi)
         if blocks is not None:
             acc0 += theta
@@ -240,7 +245,7 @@ def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_en
 
 @jit
 def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, t, blocks, batch_ends, batches,
-                 batch, stop, steps, zoo):
+                 batch, stop, steps, zoo, users):
     # The scalar kernel coordinate by coordinate, lane-generic as it is; theta starts at theta0 and
     # ref, s, a, t and batch are zeroed (d,) work arrays of the wrapper (LaneArrays for lanes).
     # On return theta holds theta_bar, s holds V_n and steps[0] the steps completed. After each step the
@@ -290,6 +295,7 @@ def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, 
         constrain(params, theta)
         if zon:
             zoo_main(zoo, i, theta)
+        users_step(users, i, theta)
         for q in range(d):
             s[q], a[q], t[q] = sn_add(s[q], a[q], t[q], theta[q], ref[q], fi)
         if blocks is not None:
@@ -351,7 +357,7 @@ def _block_streams(layouts, d: int, lanes: int = 1):
 
 
 def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, layouts, batch_size: int = 1,
-                    width: int | None = None, zoo=None, zoo_gens=None):
+                    width: int | None = None, zoo=None, zoo_gens=None, users=None):
     """:func:`run_paths` for the replications of ``gens`` side by side (lanes): one list of states per generator.
 
     One kernel call of ``width`` lanes (default ``len(gens)``; more are padded,
@@ -364,6 +370,11 @@ def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, 
     noise drawn from ``zoo_gens[method]`` (one generator per replication, for
     each method with paths of its own); then it returns ``(states, zoo_states)``,
     ``zoo_states[l]`` a dict of replication ``l``'s zoo arrays (:func:`zoo_arrays`).
+
+    ``users``: users' interval methods, each a callable ``make(lanes)`` of its
+    state record (:mod:`ldpsim.inference.user_methods`); their states are
+    updated in this pass, and each replication's copies are its states'
+    ``own`` (:class:`~ldpsim.inference.streaming.PathState`), in this order.
     """
     count = len(gens)
     width = width or count
@@ -376,6 +387,8 @@ def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, 
     if zoo is not None:
         zoo_paths = build_zoo(zoo, params, d, {name: kernel_rngs(padded(zoo_gens[name], width))
                                               for name in zoo_gens}, lanes)
+    user_states = [make(lanes) for make in users] if users else []
+    user_chain = chain(user_states)
     per_step = None if batch_size == 1 else int(batch_size)  # None: the loop without a mini-batch
     blocks, rows = _block_streams(layouts, d, lanes)
     with_batches = [lay for lay in layouts if lay.batch_ends.shape[0] > 0]
@@ -386,7 +399,7 @@ def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, 
     if d == 1:  # the scalar kernel keeps theta in a register: a third faster than d = 1 arrays
         out = lane_array(2, lanes, np.nan)  # theta_bar, V_n
         _scalar_path(params, rng, int(n), per_step, float(c), float(gamma), float(theta0), blocks, batch_ends,
-                     batches, interrupt.FLAG, out, steps, zoo_paths)
+                     batches, interrupt.FLAG, out, steps, zoo_paths, user_chain)
 
         def ends(lane):
             return lane_of(out, lane)[:1].copy(), lane_of(out, lane)[1:].copy()
@@ -394,19 +407,20 @@ def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, 
         theta = lane_array(d, lanes, float(theta0))
         work = [lane_array(d, lanes) for _ in range(6)]  # grad, ref, s, a, t, batch
         _vector_path(params, rng, int(n), per_step, float(c), float(gamma), theta, *work[:5], blocks,
-                     batch_ends, batches, work[5], interrupt.FLAG, steps, zoo_paths)
+                     batch_ends, batches, work[5], interrupt.FLAG, steps, zoo_paths, user_chain)
 
         def ends(lane):  # theta holds theta_bar, s holds V_n
             return lane_of(theta, lane).copy(), lane_of(work[2], lane).copy()
     interrupt.check()  # a path stopped by Ctrl-C is no result
     result = []
     for lane in range(count):
+        own = [lane_state(state, lane) for state in user_states] if users else None
         done = int(lane_of(steps, lane)[0])
         theta_bar, sn_v = ends(lane)
         if done < n:
             theta_bar[:] = np.nan
             sn_v[:] = np.nan
-        own = []
+        states = []
         for lay in layouts:
             if lay.n_blocks > 0:
                 lo, hi = rows[lay.block_len]
@@ -415,15 +429,15 @@ def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, 
                 own_blocks = np.zeros((0, d))
             own_batches = (lane_of(batches, lane).reshape(-1, d).copy() if lay.batch_ends.shape[0] > 0
                            else np.zeros((0, d)))
-            own.append(PathState(theta_bar.copy(), sn_v.copy(), own_blocks, own_batches, done))
-        result.append(own)
+            states.append(PathState(theta_bar.copy(), sn_v.copy(), own_blocks, own_batches, done, own))
+        result.append(states)
     if zoo is None:
         return result
     return result, [zoo_arrays(zoo_paths, lane) for lane in range(count)]
 
 
 def run_paths(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float, layouts,
-              batch_size: int = 1) -> list[PathState]:
+              batch_size: int = 1, users=None) -> list[PathState]:
     """Run one LDP-SGD path of ``n`` steps and return its streamed state for each layout.
 
     The layouts share ``n`` and the step exponent (hence the batch ends) and
@@ -455,7 +469,7 @@ def run_paths(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
     list of PathState
         One per layout, arrays with a trailing coordinate axis of length ``model.dim``.
     """
-    return run_paths_lanes(model, [gen], n, c, gamma, theta0, layouts, batch_size)[0]
+    return run_paths_lanes(model, [gen], n, c, gamma, theta0, layouts, batch_size, users=users)[0]
 
 
 def run_path(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..inference.streaming import PathState, StreamLayout
+from ..inference.user_methods import method_update
 from ..inference.zoo.twins import higrad_branch_twin, obm_add_twin, obm_recentre_twin, plugin_add_twin
 from ..models import add_gradient_at, constrain, gradient_at, observe
 from ..models.base import sharing_observation
@@ -45,7 +46,7 @@ def step_sizes_twin(n: int, c: float, gamma: float) -> np.ndarray:
 
 
 def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, theta0: float,
-              layout: StreamLayout, batch_size: int = 1, zoo=None, zoo_gens=None, tap=None):
+              layout: StreamLayout, batch_size: int = 1, zoo=None, zoo_gens=None, tap=None, users=None):
     """Twin of :func:`ldpsim.recursion.kernels.run_path`, scalar and vector models alike.
 
     Coordinate by coordinate it does what both kernels do, in the same
@@ -58,6 +59,9 @@ def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
     :func:`~ldpsim.recursion.zoo.zoo_arrays` gives the kernel's. ``tap``, a
     scalar model's callable, is called with the kernel params after each
     step's gradient (their mechanism's scratch then holds its release).
+    ``users``: users' interval methods as :func:`~ldpsim.recursion.kernels.run_paths_lanes`
+    takes them; their updates run in plain Python after each step, and
+    ``state.own`` holds their records.
 
     Returns
     -------
@@ -67,7 +71,8 @@ def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
         The iterates ``theta_1 .. theta_n``, shape ``(n, d)``.
     """
     if isinstance(layout, (list, tuple)):
-        first, path, *rest = path_twin(model, gen, n, c, gamma, theta0, layout[0], batch_size, zoo, zoo_gens)
+        first, path, *rest = path_twin(model, gen, n, c, gamma, theta0, layout[0], batch_size, zoo, zoo_gens,
+                                       users=users)
         states = [first] + [_with_blocks(first, path, lay) for lay in layout[1:]]
         return (states, path, *rest)
     params, d = model.kernel_params(), model.dim
@@ -93,7 +98,10 @@ def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
                 if twin is not None:
                     twin.observe(obs, i, eta)
 
+    own = [make(1) for make in users] if users else None
+
     def done(state, path):
+        state.own = own
         return (state, path) if twin is None else (state, path, twin.arrays())
     blocks = np.zeros((layout.n_blocks, d))
     batches = np.zeros((layout.batch_ends.shape[0], d))
@@ -116,6 +124,8 @@ def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
             constrain(params, theta)
         if twin is not None:
             twin.main(i, theta)
+        for record in own or ():  # the main path's iterate: a number for a scalar model, as the kernel passes it
+            method_update(record, i, theta[0] if d == 1 else theta)
         path[i - 1] = theta
         for q in range(d):
             s[q] += theta[q] - ref[q]
@@ -282,7 +292,7 @@ def _with_blocks(state: PathState, path: np.ndarray, layout: StreamLayout) -> Pa
             for x in path[j * layout.block_len:(j + 1) * layout.block_len]:
                 acc += x
             blocks[j] = acc
-    return PathState(state.theta_bar.copy(), state.sn_v.copy(), blocks, state.batches.copy(), state.steps)
+    return PathState(state.theta_bar.copy(), state.sn_v.copy(), blocks, state.batches.copy(), state.steps, state.own)
 
 
 def state_from_definitions(path: np.ndarray, layout: StreamLayout) -> PathState:

@@ -42,6 +42,9 @@ from numba.extending import overload
 from ..engine.jit import DISABLED, OVERLOAD_OPTIONS, jit
 from ..engine.lanes import LaneArrayType, lane_array, lane_of
 from ..engine.rng import exponential, local_rng, release_rng
+# the code of each method with paths of its own (its stream: child ``code`` of the replication's seed), declared
+# with the method in the registry
+from ..inference.methods import STREAM_CODES  # noqa: F401
 from ..inference.zoo.bootstrap import perturbed_step_d
 from ..inference.zoo.higrad import higrad_branch
 from ..inference.zoo.obm import obm_add_d, obm_recentre
@@ -49,9 +52,6 @@ from ..inference.zoo.plugin import plugin_add_d
 from ..models import add_gradient_at
 from ..models.base import sharing_observation
 from .steps import step_size
-
-#: The code of each method with paths of its own: its stream is child ``code`` of the replication's seed.
-STREAM_CODES = {"HulC": 1, "HiGrad": 2, "OB": 3, "OB_split": 4}
 
 
 class HulCPaths(NamedTuple):

@@ -84,10 +84,10 @@ def load(path: str | Path | None = None, overrides: dict | None = None, override
 
 
 def anchor_user_files(mapping: dict, folder: Path) -> dict:
-    """``mapping`` with the relative paths of users' files (``model``, ``mechanism``, ``streams``) taken from ``folder``."""
+    """``mapping`` with the relative paths of users' files (``model``, ``mechanism``, ``streams``, ``methods``) from ``folder``."""
     from ..engine.usercode import anchor
 
-    return {k: anchor(v, folder) if k in ("model", "mechanism", "streams") else v for k, v in mapping.items()}
+    return {k: anchor(v, folder) if k in ("model", "mechanism", "streams", "methods") else v for k, v in mapping.items()}
 
 
 __all__ = ["DEFAULT_STUDY", "STUDIES", "Study", "get_study", "load", "resolve"]

@@ -15,7 +15,8 @@ Each method has
   the size of the state.
 
 docs/zoo_methods.md states each algorithm, its sources, its state and its
-privacy cost.
+privacy cost; each method is declared, with its name, keys and interval, in
+the registry (:mod:`ldpsim.inference.methods`: ``ZOO_METHODS`` is there).
 """
 
 from .bootstrap import OB_INTERVALS, OB_WEIGHT_LAWS, ob_answers, ob_epsilon, ob_interval, ob_state_size, ob_update
@@ -27,11 +28,8 @@ from .hulc import (HulCLayout, hulc_coverage, hulc_interval, hulc_miscoverage, h
 from .obm import OBMLayout, obm_add, obm_batch_starts, obm_init, obm_recentre, obm_sigma, obm_state_size
 from .plugin import plugin_add, plugin_sigma, plugin_state_size
 
-#: The zoo's method names, as the coverage study's ``methods:`` entries will read them.
-ZOO_METHODS = ("HulC", "HiGrad", "OB", "OB_split", "OBM", "plugin_oracle")
-
 __all__ = [
-    "ZOO_METHODS", "HiGradLayout", "HulCLayout", "OBMLayout", "OB_INTERVALS", "OB_WEIGHT_LAWS", "accumulate",
+    "HiGradLayout", "HulCLayout", "OBMLayout", "OB_INTERVALS", "OB_WEIGHT_LAWS", "accumulate",
     "close_stretch", "create_split", "higrad_branch", "higrad_interval", "higrad_state_size",
     "higrad_thread_estimates", "hulc_coverage", "hulc_interval", "hulc_miscoverage", "hulc_randomization",
     "hulc_randomized_splits", "hulc_splits", "hulc_state_size", "ob_answers", "ob_epsilon", "ob_interval",

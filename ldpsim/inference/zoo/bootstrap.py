@@ -27,7 +27,7 @@ import numpy as np
 
 from ...engine.errors import ConfigError
 from ...engine.jit import jit
-from ..intervals import normal_quantile
+from ..critical_values import normal_quantile
 
 #: Laws of the perturbation weights (mean 1, variance 1, positive).
 OB_WEIGHT_LAWS = ("exponential",)

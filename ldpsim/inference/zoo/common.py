@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine.jit import jit
-from ..intervals import normal_quantile
+from ..critical_values import normal_quantile
 
 
 @jit(inline=True)

@@ -265,11 +265,11 @@ def _model_detail(setting: Setting, model) -> str:
 
 def _zoo_privacy(setting: Setting, model, methods, options: dict) -> list[Verdict]:
     """The privacy of the zoo's online bootstraps, whose users answer ``B + 1`` times (docs/zoo.md)."""
-    from .zoo import user_privacy
+    from .zoo import ZOO_KEYS, answers, user_privacy, zoo_methods
 
-    options = {"ob_paths": 100, **options}
+    options = {**{k.name: k.default for k in ZOO_KEYS}, **options}
     return [Verdict(f"privacy ({m})", None, user_privacy(m, setting, options).describe())
-            for m in ("OB", "OB_split") if m in methods]
+            for m in zoo_methods(methods) if answers(m, options) > 1]
 
 
 def check_config(config: Config, b_max: int = B_MAX) -> list[SettingCheck]:

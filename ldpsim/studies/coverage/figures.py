@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ...engine.errors import MissingExtra
+from ...inference.methods import REGISTRY
 from ...reporting.figures import figure_class
 from .summary import key_columns
 
@@ -44,9 +45,7 @@ DEFAULT_LEVEL = 0.9
 #: A figure shows at most this many panels (a larger grid gets the first ones and a line on stderr).
 MAX_PANELS = 24
 #: Colour and marker of each method.
-_STYLE = {"BB": ("tab:green", "o"), "BBjoint": ("tab:purple", "s"), "BM": ("tab:blue", "^"),
-          "SN": ("tab:red", "D"), "oracle": ("black", "x"), "AsympCS": ("tab:orange", "v"),
-          "AsympCS_oracle": ("tab:olive", "<")}
+_STYLE = {name: method.style for name, method in REGISTRY.items() if method.style is not None}
 #: Largest spread of the methods' offsets along a log x axis, in decades.
 _SPREAD = 0.16
 

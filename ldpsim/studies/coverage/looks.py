@@ -40,11 +40,13 @@ from ...engine.resources import FLOAT
 from ...engine.usercode import display
 from ...inference import intervals as inference
 from ...inference.streaming import StreamLayout, checkpoint_grid
-from ...inference.zoo import ZOO_METHODS
 from ...models import build_model, model_class
 from ...recursion.twins import path_twin, state_from_definitions
 from ...reporting.stats import mean_se, proportion
-from ...inference.nprr_cs import release_reference, released_value
+from ...inference.methods import ZOO_METHODS
+from ...inference.user_methods import is_user_method, label
+from ...inference.methods.nprr import release_reference
+from ...inference.nprr_cs import released_value
 from .checkpoints import TraceLayout, run_trace, stream_counts, trace_intervals
 from .releases import ReleaseTap
 from .zoo import validate_zoo
@@ -167,7 +169,8 @@ def look_replication(job, gen: np.random.Generator) -> list[dict]:
     """
     before = gen.bit_generator.state
     s0 = job.settings[0]
-    own = [j for j, m in enumerate(job.methods) if m not in ZOO_METHODS]  # the zoo's: CoverageStudy._zoo_looks
+    # the zoo's and users' methods: a run of n = t at each look (CoverageStudy._zoo_looks)
+    own = [j for j, m in enumerate(job.methods) if not (m in ZOO_METHODS or is_user_method(m))]
     methods = [job.methods[j] for j in own]
     traces = {}  # (beta, looks) -> (trace, the generator's state after its path)
     out = []
@@ -273,12 +276,14 @@ def look_tables(config, chunks) -> dict[str, list[dict]]:
             length = hi - lo
             for q, t in enumerate(grid):
                 finite = np.isfinite(length[:, q])
-                row = dict(head, method=method, look=q + 1, t=int(t), reps=reps, n_missing=int((~finite).sum()))
+                row = dict(head, method=label(method), look=q + 1, t=int(t), reps=reps,
+                           n_missing=int((~finite).sum()))
                 row.update(proportion("coverage", covered[:, q]))
                 row["length"], row["length_se"] = mean_se(length[finite, q])
                 looks.append(row)
             lengths_n[method] = float(np.nanmean(length[:, -1])) if reps else math.nan
-            row = dict(head, method=method, n=setting.n, reps=reps, looks=int(grid.shape[0]), first_look=int(grid[0]))
+            row = dict(head, method=label(method), n=setting.n, reps=reps, looks=int(grid.shape[0]),
+                       first_look=int(grid[0]))
             row.update(proportion("coverage_uniform", covered.all(axis=1)))
             row.update(proportion("coverage", covered[:, -1]))
             row["length"] = lengths_n[method]

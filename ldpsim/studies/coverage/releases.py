@@ -19,8 +19,9 @@ import numpy as np
 
 from ...engine.config import ConfigError, show
 from ...engine.dispatch import by_record
-from ...inference.nprr_cs import (PARAMS_SIZE, RELEASE_METHODS, STATE_SIZE, nprr_running_bounds, nprr_state,
-                                  nprr_update, release_params, released_value)
+from ...inference.methods import RELEASE_METHODS
+from ...inference.methods.nprr import release_params
+from ...inference.nprr_cs import PARAMS_SIZE, STATE_SIZE, nprr_running_bounds, nprr_state, nprr_update, released_value
 from ...privacy.mechanisms.nprr import NPRR
 
 
@@ -89,7 +90,7 @@ class ReleaseTap:
     Attributes
     ----------
     methods : tuple of str
-        Names from :data:`~ldpsim.inference.nprr_cs.RELEASE_METHODS`.
+        Names from :data:`~ldpsim.inference.methods.RELEASE_METHODS`.
     grid, keep : float
         NPRR's ``G`` and ``r``.
     params : numpy.ndarray

@@ -13,30 +13,33 @@ paper's (:mod:`.tables`), and a gamma x beta sweep gets heat maps
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from ...engine.config import ConfigError, Key, Range, check_range, check_run_memory, show
+from ...engine import usercode
+from ...engine.config import ConfigError, Key, as_list, check_range, check_run_memory, show
 from ...engine.errors import MissingExtra
 from ...engine.lanes import vector_width
 from ...engine.resources import FLOAT
 from ...engine.rng import as_generator
 from ...inference import intervals
-from ...inference.intervals import (BATCH_METHODS, DEFAULT_METHODS, METHODS, MIN_BOOTSTRAP_DRAWS, MULTIPLIERS,
-                                    RESOLVED_ULPS, min_bootstrap_draws, resolved, uses_batches, uses_blocks)
-from ...inference.nprr_cs import RELEASE_METHODS
+from ...inference.intervals import RESOLVED_ULPS, resolved, uses_batches, uses_blocks
+from ...inference.methods import BATCH_METHODS, DEFAULT_METHODS, ZOO_METHODS, keys_of, names
+from ...inference.methods.bootstrap import MIN_BOOTSTRAP_DRAWS, min_bootstrap_draws
+from ...inference import user_methods
 from ...inference.streaming import StreamLayout, floor_power
-from ...inference.zoo import ZOO_METHODS
 from ...models import build_model, model_class
 from ...models import user as user_models
 from ...recursion.kernels import run_paths_lanes
-from ...recursion.keys import (GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seconds, path_seed_key,
-                               path_values, validate_path, with_model_keys)
+from ...recursion.keys import (GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, _user_key, gamma_warnings, path_seconds,
+                               path_seed_key, path_values, validate_path, with_model_keys)
 from ...recursion.twins import path_twin
 from ...reporting.csvio import write_csv  # noqa: F401  (re-exported for scripts)
 from ..base import Study, pilot_n, stack
@@ -53,19 +56,90 @@ from .zoo_tables import ZOO_COLUMNS, write_zoo_outputs, zoo_rows
 #: Above this many batch-means batches their ends are not built to validate a setting (see ``validate``).
 MANY_BATCHES = 100_000
 
-#: The keys of the interval methods, grid axes after the path's keys and before ``n``.
-INFERENCE_KEYS = (
-    Key("beta", "float", 0.75, range=Range("(0, 1)"), help="block length floor(n^beta) of BB"),
-    Key("B", "int", 500, range=Range(f"[{MIN_BOOTSTRAP_DRAWS}, inf)"),
-        help=f"bootstrap draws (at least {MIN_BOOTSTRAP_DRAWS}, and 2 / (1 - level) for BB)"),
-    # z = Phi^-1((1 + level) / 2) must be a positive, finite, resolved number
-    Key("level", "float", 0.9, range=Range("[0.001, 0.99999]"), help="nominal coverage"),
-    Key("multiplier", "choice", "uniform", choices=MULTIPLIERS, help="law of the bootstrap multipliers"),
-)
+#: The keys of the interval methods, grid axes after the path's keys and before ``n``, as the methods declare them
+#: (:mod:`ldpsim.inference.methods`: beta, B, level, multiplier).
+INFERENCE_KEYS = keys_of(names("coverage"), grid=True)
 _INFERENCE_NAMES = tuple(k.name for k in INFERENCE_KEYS)
-METHODS_KEY = Key("methods", "choices", DEFAULT_METHODS, grid=False,
-                  choices=METHODS + tuple(RELEASE_METHODS) + ZOO_METHODS,
-                  help="interval methods (the zoo's: docs/zoo.md; NPRR's, with looks: docs/sequential.md)")
+
+
+@dataclass(frozen=True)
+class MethodsKey(Key):
+    """The ``methods`` key: the built-in methods' names (kept in their table order) and users' methods.
+
+    A user's method is named as a user's model is, ``path/to/file.py:Class``
+    or ``module:Class`` (:mod:`ldpsim.inference.user_methods`); the value holds
+    it canonical (with its source's hash) after the built-in ones, in the
+    order given. A list of built-in names alone parses as it always has.
+    """
+
+    def parse(self, value):
+        given = as_list(value)
+        if isinstance(value, dict) or not any(user_methods.is_user_method(v) for v in given):
+            return super().parse(value)
+        builtins = [v for v in given if not user_methods.is_user_method(v)]
+        users = tuple(dict.fromkeys(user_methods.canonical(v) for v in given if user_methods.is_user_method(v)))
+        out = (super().parse(builtins) if builtins else ()) + users
+        labels = [user_methods.label(m) for m in out]
+        twice = next((name for name in labels if labels.count(name) > 1), None)
+        if twice is not None:
+            raise ConfigError(f"{self.name} names two methods called {twice!r}: give the user's class another "
+                              "name (its class attribute name)")
+        return out
+
+
+METHODS_KEY = MethodsKey("methods", "choices", DEFAULT_METHODS, grid=False, choices=names("coverage"),
+                         help="interval methods (the zoo's: docs/zoo.md; NPRR's, with looks: docs/sequential.md); a "
+                              "user's: path/to/file.py:Class (docs/extending.md)")
+
+
+def with_method_keys(keys: tuple, mapping: dict) -> tuple:
+    """``keys`` and those of the users' methods a raw config names: each parameter of its ``__init__``, one value a run.
+
+    Checked by its default's type and the class's ``ranges``, as a user's
+    model's keys are; a parameter named as a key of the run is refused.
+    """
+    raw = mapping.get("methods")
+    names_ = {k.name for k in keys}
+    added: dict[str, Key] = {}
+    for value in as_list(raw) if not isinstance(raw, dict) else []:
+        if not user_methods.is_user_method(value):
+            continue
+        cls = user_methods.method_class(user_methods.canonical(value))
+        for name in cls.keys:
+            if name in names_ or name in ("reps", "seed", "study"):
+                raise ConfigError(f"methods entry {usercode.shown(value)!r}: its parameter {name!r} has the name of "
+                                  f"the config key {name}; rename the parameter")
+            key = _user_key(cls, name, cls.key_defaults[name], (cls.ranges or {}).get(name),
+                            str((cls.descriptions or {}).get(name, "")) or f"key of method {cls.name!r}")
+            added.setdefault(name, dataclasses.replace(key, grid=False))
+    return keys + tuple(added.values())
+
+
+def user_methods_of(methods) -> tuple:
+    """The users' methods among ``methods`` (their canonical values), in their order."""
+    return tuple(m for m in methods if user_methods.is_user_method(m))
+
+
+def own_pass_methods(methods) -> tuple:
+    """The methods whose interval a run of the path itself gives (the zoo's and users'), in their order.
+
+    They have a validity and a point estimate of their own per replication
+    (the chunks' ``method_ok``, ``estimate``), and at a look ``t`` the interval
+    of a run of ``n = t`` (:meth:`CoverageStudy._zoo_looks`).
+    """
+    return tuple(m for m in methods if m in ZOO_METHODS or user_methods.is_user_method(m))
+
+
+class _UserMethod(NamedTuple):
+    """A user's method in a run: its config value, the instance built with the run's keys, how messages name it.
+
+    ``make``: its state maker for the kernels of a group of settings (:class:`~ldpsim.inference.user_methods.StateMaker`).
+    """
+
+    value: str
+    method: object
+    shown: str
+    make: object = None
 
 
 def _batch_user(methods) -> str:
@@ -86,6 +160,11 @@ class _Job(NamedTuple):
     zoo: object  # the ZooSpec of the zoo's methods, or None
     alone: dict  # per zoo method, the ZooSpec of it alone: the kernel pass that runs it (None without the zoo)
     hessian: object  # G of the model for plugin_oracle (None without it): computed once, a quadrature for logistic
+    users: tuple = ()  # the users' methods (_UserMethod), their states streamed in the main path's pass
+
+    def user_states(self):
+        """Each user's method's state maker for the kernels, ``make(lanes)`` (``None``: there are none)."""
+        return [u.make for u in self.users] if self.users else None
 
 
 def stream_layout(setting, methods) -> StreamLayout:
@@ -129,10 +208,18 @@ class CoverageStudy(Study):
     # --- configuration
 
     def config_keys(self, mapping):
-        return with_model_keys(self.keys, mapping)
+        return with_method_keys(with_model_keys(self.keys, mapping), mapping)
 
     def run_meta(self, config):
-        return user_models.run_meta(config.settings, build_model)
+        out = user_models.run_meta(config.settings, build_model)
+        files = {f["path"]: f for f in out.get("user_files", [])}
+        for value in user_methods_of(config.methods):  # a user's method's file, as a model's: the run's source
+            source = usercode.source_of(value)
+            if source is not None:
+                files.setdefault(source["path"], {**source, "key": "methods", "value": usercode.display(value)})
+        if files:
+            out["user_files"] = list(files.values())
+        return out
 
     def chunk_identity(self, config):
         # without looks a chunk holds what it held before the looks existed: its identity too
@@ -163,6 +250,7 @@ class CoverageStudy(Study):
                               f"{min_bootstrap_draws(s.level)}")
         check_run_memory(self, [s], options, 1)  # before the layout, which is as large as the blocks
         validate_zoo(s, options)
+        validate_users(s, options)
         validate_looks(s, options)
         validate_releases(s, options)
         if uses_batches(methods) and s.gamma >= 1.0:
@@ -214,13 +302,17 @@ class CoverageStudy(Study):
             out.append((FLOAT * floats * lanes, f"{m}'s state of {floats} floats x {lanes} lanes (d = {d}"
                                                 + (f", ob_paths = {options['ob_paths']})" if m in ("OB", "OB_split")
                                                    else ")")))
+        for u in _users(options):  # a user's method's state, for every lane
+            floats = user_methods.state_floats(user_methods.kernel_state(u.method, u.shown, s, d, 1))
+            out.append((FLOAT * floats * lanes, f"{user_methods.label(u.value)}'s state of {floats} floats x {lanes} "
+                                                f"lanes (d = {d})"))
         return out
 
     def chunk_shapes(self, s, options):
         d = model_class(s.model).dimension(s)
         methods = options["methods"]
         shapes = {"theta_bar": (d,), "bounds": (len(methods), d, 2), "ok": ()}
-        if zoo_methods(methods):  # each method's own validity, point estimate and measured seconds
+        if own_pass_methods(methods):  # each method's own validity, point estimate and measured seconds
             shapes.update(method_ok=(len(methods),), estimate=(len(methods), d), seconds=(len(methods),))
         if options["looks"]:  # each method's interval at each look
             shapes["look_bounds"] = (len(look_grid(s, options)), len(methods), 2)
@@ -232,7 +324,7 @@ class CoverageStudy(Study):
         return setting.n
 
     def seconds(self, setting, options):
-        if options["looks"] and zoo_methods(options["methods"]):  # the trace, and the zoo's runs to every look
+        if options["looks"] and own_pass_methods(options["methods"]):  # the trace, and the runs to every look
             grid = look_grid(setting, options)
             return path_seconds(setting) * (1.0 + zoo_cost(options) * float(grid.sum()) / setting.n)
         return path_seconds(setting) * zoo_cost(options)  # every zoo method's pass enters (OB: B + 1 paths)
@@ -253,11 +345,15 @@ class CoverageStudy(Study):
                                      TraceLayout.build([32, 64], 0.5, setting.gamma)))
                 width = self.lane_width(setting, config.options, lanes)
                 units += [partial(_warm_zoo, setting, model, config.options, width, [m]) for m in zoo]  # to each look
+                if user_methods_of(config.methods):  # their runs to each look: the main kernel with their states
+                    units.append(partial(_warm_users, setting, model, config.options, width))
             return units
         for setting, model in self.distinct_kernels(config, build_model, lambda s: s.batch_size == 1):
             small = setting.replace(n=64, beta=0.5)
             width = self.lane_width(setting, config.options, lanes)
-            if not zoo:
+            if user_methods_of(config.methods):  # their states in the main path's pass (the last zoo method's)
+                units.append(partial(_warm_users, setting, model, config.options, width, zoo[-1] if zoo else None))
+            elif not zoo:
                 units.append(partial(run_paths_lanes, model, [as_generator(0)], small.n, small.c, small.gamma,
                                      small.theta0, [stream_layout(small, config.methods)], small.batch_size, width))
             units += [partial(_warm_zoo, setting, model, config.options, width, [m]) for m in zoo]
@@ -314,8 +410,10 @@ class CoverageStudy(Study):
         layouts = [stream_layout(x, methods) for x in settings]
         zoo = zoo_spec(s, options, build=build_model)
         alone = {m: zoo_spec(s, options, [m], build_model) for m in zoo_methods(methods)} if zoo is not None else None
+        users = tuple(u._replace(make=user_methods.StateMaker(u.method, u.shown, s, model.dim))
+                      for u in _users(options))  # one state per kernel width, copied for each kernel call
         return _Job(settings, methods, model, layouts, model.sigma(s.batch_size), twin, options, zoo, alone,
-                    model.hessian() if "plugin_oracle" in methods else None)
+                    model.hessian() if "plugin_oracle" in methods else None, users)
 
     def _replicate(self, job, gens, width=None, timed=True):
         """Replications of ``gens``, their paths side by side (``width`` lanes): per replication, a result per setting.
@@ -325,9 +423,10 @@ class CoverageStudy(Study):
         0 of a setting is timed too (:meth:`_time_methods`).
         """
         if job.options.get("looks"):  # each replication's path with every look's state: the trace kernel
-            starts = [_copy_generator(g) for g in gens] if job.zoo is not None else None
+            own = job.zoo is not None or bool(job.users)  # methods with a pass of their own at each look
+            starts = [_copy_generator(g) for g in gens] if own else None
             reps = [look_replication(job, gen) for gen in gens]
-            if job.zoo is not None:
+            if own:
                 self._zoo_looks(job, starts, width, reps)
             return reps
         s = job.settings[0]  # the path's keys are the group's
@@ -335,13 +434,15 @@ class CoverageStudy(Study):
         if job.twin:
             zoo_gens = zoo_generators(job.zoo, gens)
             runs = [path_twin(job.model, gen, s.n, s.c, s.gamma, s.theta0, list(job.layouts), s.batch_size, job.zoo,
-                              None if zoo_gens is None else {m: g[r] for m, g in zoo_gens.items()})
+                              None if zoo_gens is None else {m: g[r] for m, g in zoo_gens.items()},
+                              users=job.user_states())
                     for r, gen in enumerate(gens)]
             paths = [run[0] for run in runs]
             if job.zoo is not None:
                 zoo_states = [run[2] for run in runs]
         elif job.zoo is None:
-            paths = run_paths_lanes(job.model, gens, s.n, s.c, s.gamma, s.theta0, job.layouts, s.batch_size, width)
+            paths = run_paths_lanes(job.model, gens, s.n, s.c, s.gamma, s.theta0, job.layouts, s.batch_size, width,
+                                    users=job.user_states())
         else:
             paths, zoo_states = self._zoo_passes(job, gens, width)
         seconds = None
@@ -362,7 +463,7 @@ class CoverageStudy(Study):
         those of the run without looks. The passes cost ``sum_k t_k / n`` runs
         of the zoo (4.6 with 20 looks from 1% of ``n``); docs/sequential.md.
         """
-        cols = [job.methods.index(m) for m in zoo_methods(job.methods)]
+        cols = [job.methods.index(m) for m in own_pass_methods(job.methods)]
         others = [j for j in range(len(job.methods)) if j not in cols]  # the path's own methods (look_replication's)
         options = dict(job.options, looks=0, first_look=0)
         grids = [look_grid(s, job.options) for s in job.settings]
@@ -403,8 +504,10 @@ class CoverageStudy(Study):
         for k, m in enumerate(methods):
             pass_gens = gens if k == len(methods) - 1 else [_copy_generator(g) for g in gens]
             spec = job.alone[m]
+            last = k == len(methods) - 1  # the users' methods stream in the last pass, whose states are returned
             paths, states = run_paths_lanes(job.model, pass_gens, s.n, s.c, s.gamma, s.theta0, job.layouts,
-                                            s.batch_size, width, spec, zoo_generators(spec, pass_gens))
+                                            s.batch_size, width, spec, zoo_generators(spec, pass_gens),
+                                            users=job.user_states() if last else None)
             for into, state in zip(merged, states):
                 into.update(state)
         return paths, merged
@@ -436,12 +539,16 @@ class CoverageStudy(Study):
                 # theta_bar is finite: state.finite held; an interval of rounding noise is no interval
                 ok = bool(np.isfinite(bounds[rows]).all()) and resolved(bounds[rows])
             rep = {"theta_bar": state.theta_bar, "bounds": bounds, "ok": ok}
-            if job.zoo is not None:
+            if job.zoo is not None or job.users:
                 method_ok = np.full(len(methods), ok)
                 estimate = np.tile(state.theta_bar, (len(methods), 1))
                 if finite:
-                    for m, (lo, hi, est) in zoo_bounds(methods, zoo_state, state.theta_bar, setting, job.options,
-                                                       job.zoo, job.hessian).items():
+                    own = {} if job.zoo is None else zoo_bounds(methods, zoo_state, state.theta_bar, setting,
+                                                                job.options, job.zoo, job.hessian)
+                    for u, record in zip(job.users, state.own or ()):  # (numpy's warnings are off: run_chunk's)
+                        own[u.value] = user_methods.bounds(u.method, u.shown, record, state.theta_bar, setting,
+                                                           model.dim)
+                    for m, (lo, hi, est) in own.items():
                         k = methods.index(m)
                         bounds[k, :, 0], bounds[k, :, 1], estimate[k] = lo, hi, est
                         method_ok[k] = bool(np.isfinite(bounds[k]).all()) and resolved(bounds[k])
@@ -493,6 +600,12 @@ class CoverageStudy(Study):
                 if states[0].finite(s.n):
                     watch.time(m, lambda: zoo_bounds([m], zoo, states[0].theta_bar, s, options, job.zoo,
                                                      job.hessian), count)
+        for j, u in enumerate(job.users):  # in the main path's pass: its time (their updates' share untimed) and theirs
+            watch.add(u.value, watch.seconds["main"])
+            for states in paths:
+                if states[0].finite(s.n):
+                    watch.time(u.value, lambda: user_methods.bounds(u.method, u.shown, states[0].own[j],
+                                                                    states[0].theta_bar, s, model.dim), count)
         return watch.seconds
 
     # --- summarising and drawing
@@ -520,6 +633,50 @@ class CoverageStudy(Study):
         if tables.get("uniform"):
             text += "\n" + render_uniform(tables["uniform"])
         return text
+
+
+def _users(options) -> tuple:
+    """The users' methods of a run, each built with the run's values of its keys."""
+    return tuple(_UserMethod(v, user_methods.build(v, options), usercode.shown(v))
+                 for v in user_methods_of(options["methods"]))
+
+
+def validate_users(setting, options) -> None:
+    """One-line refusals of a setting a user's method cannot run (its dims, looks, its own check) before any kernel.
+
+    Then each method's state is built and updated for a few steps in plain
+    Python, so that an error in the user's file names its line before numba
+    compiles it.
+    """
+    users = _users(options)
+    if not users:
+        return
+    d = model_class(setting.model).dimension(setting)
+    for u in users:
+        cls, name = type(u.method), user_methods.label(u.value)
+        if cls.dims is not None and d not in cls.dims:
+            raise ConfigError(f"methods entry {u.shown!r}: {name} runs on models of dimension "
+                              f"{', '.join(map(str, cls.dims))} ({cls.__name__}.dims), not d = {d} of model "
+                              f"{usercode.shown(setting.model)!r}")
+        if options["looks"] and not cls.looks:
+            raise ConfigError(f"methods entry {u.shown!r}: {name} has no interval at a look ({cls.__name__}.looks = "
+                              "False); remove looks or the method")
+        user_methods.check_instance(u.method, u.shown, setting, d, setting.theta0)
+
+
+def _warm_users(setting, model, options, width, zoo_method=None) -> None:
+    """Compile (or load) the main kernel with the users' methods' states (and ``zoo_method``'s part: the last zoo pass).
+
+    A short path, the states built for the run's setting (their types are the run's).
+    """
+    small = setting.replace(n=256, beta=0.5)
+    d = model.dim
+    makes = [partial(user_methods.kernel_state, u.method, u.shown, setting, d) for u in _users(options)]
+    gens = [as_generator(0)]
+    spec = zoo_spec(small, dict(options, higrad_splits=1), [zoo_method], build_model) if zoo_method else None
+    run_paths_lanes(model, gens, small.n, small.c, small.gamma, small.theta0,
+                    [stream_layout(small, options["methods"])], small.batch_size, width, spec,
+                    zoo_generators(spec, gens), users=makes)
 
 
 def _copy_generator(gen: np.random.Generator) -> np.random.Generator:

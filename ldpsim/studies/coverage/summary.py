@@ -15,8 +15,9 @@ import math
 
 from ...engine.usercode import display
 from ...engine.config import Config
-from ...inference.intervals import normal_quantile
-from ...inference.zoo import ZOO_METHODS
+from ...inference.critical_values import normal_quantile
+from ...inference.methods import ZOO_METHODS, names
+from ...inference.user_methods import is_user_method, label
 from ...models import build_model
 from ...reporting.csvio import columns_before
 from ...reporting.stats import proportion
@@ -63,7 +64,7 @@ def summarize(config: Config, results: list[dict]) -> list[dict]:
             for coord in range(theta_star.shape[0]):
                 est = estimates[ok, coord]
                 row = {k: display(getattr(setting, k)) for k in keys}  # a user's file: its path, no hash
-                row.update(method=method, coord=coord, n=setting.n, reps=reps, n_failed=failed)
+                row.update(method=label(method), coord=coord, n=setting.n, reps=reps, n_failed=failed)
                 row.update(_stats(est, lo_all[:, coord], hi_all[:, coord], float(theta_star[coord]), z))
                 if method in NO_SE_RATIO:  # its interval is not its estimate +- z SE: the ratio means nothing
                     row["se_ratio"] = math.nan
@@ -74,7 +75,7 @@ def summarize(config: Config, results: list[dict]) -> list[dict]:
 
 
 #: Methods whose interval is not an estimate +- z SE (HulC: the range of its segment averages): no ``se_ratio``.
-NO_SE_RATIO = ("HulC",)
+NO_SE_RATIO = names(tag="no_se_ratio")
 
 
 def method_mask(res: dict, j: int, method: str):
@@ -82,12 +83,12 @@ def method_mask(res: dict, j: int, method: str):
 
     The classic methods count the replications whose path and classic
     intervals are usable (``ok``) and estimate by ``theta_bar``; a zoo method
-    (run with ``method_ok`` and ``estimate``) counts those where its own
+    or a user's (run with ``method_ok`` and ``estimate``) counts those where its own
     interval is usable and estimates by its own point (HulC: the median of
     its segment averages; HiGrad: the mean of its threads'; OB_split: its own
-    path's average).
+    path's average; a user's: its ``estimate()``).
     """
-    if "method_ok" in res and method in ZOO_METHODS:
+    if "method_ok" in res and (method in ZOO_METHODS or is_user_method(method)):
         return res["method_ok"][:, j], res["estimate"][:, j]
     return res["ok"], res["theta_bar"]
 

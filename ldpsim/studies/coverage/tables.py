@@ -12,6 +12,7 @@ import math
 
 from tabulate import tabulate
 
+from ...inference.methods import names
 from .summary import key_columns
 
 
@@ -93,7 +94,7 @@ _JOINT = [("joint cover", lambda r, tex: _cell(r["joint_coverage"], r["joint_cov
 
 
 #: Methods whose bias, SD and SE ratio are those of their own point estimate, not theta_bar's.
-OWN_ESTIMATE = ("HulC", "HiGrad", "OB_split")
+OWN_ESTIMATE = names(tag="own_estimate")
 #: What the diagnostics table says of them (and README's summary.csv columns).
 ZOO_ESTIMATES = ("HiGrad's and OB_split's SE ratio divides by the SD of their own estimate (the mean of HiGrad's "
                  "threads, OB_split's own path's average); HulC's interval is the range of its segment averages, "

@@ -52,8 +52,8 @@ from ...engine.errors import MissingExtra  # noqa: F401  (figure_class raises it
 from ...engine.resources import FLOAT, check_memory
 from ...inference import intervals as inference
 from ...inference.streaming import checkpoint_grid, floor_power
-from ...inference.nprr_cs import RELEASE_METHODS
-from ...inference.zoo import ZOO_METHODS
+from ...inference.methods import REGISTRY, RELEASE_METHODS, ZOO_METHODS, names
+from ...inference.user_methods import is_user_method
 from ...models import MODELS, build_model, model_class
 from ...engine.rng import replication_generator
 from ...reporting.figures import figure_class as _figure_class
@@ -70,8 +70,8 @@ TRACE_DEFAULTS = {"checkpoints": 200, "k_min": 10}
 CHECKPOINTS_KEY = cfg.Key("checkpoints", "int", 200, grid=False, range=cfg.Range("[2, 10000]"),
                           help="log-spaced checkpoints from k_min to n (fewer if k rounds to repeats)")
 K_MIN_KEY = cfg.Key("k_min", "int", 10, grid=False, range=cfg.Range("[2, inf)"), help="first checkpoint")
-#: Methods of the figure unless the config says otherwise.
-TRACE_METHODS = ("BB", "BM", "SN")
+#: Methods of the figure unless the config says otherwise (declared with each method: ``default_in`` trace).
+TRACE_METHODS = names("trace", default=True)
 #: Keys a trace config may hold: the coverage study's keys but ``reps`` (one path), the zoo's (whose methods a
 #: trace does not draw) and the looks (a trace is one path's looks), plus ``study`` (``coverage``, the only one)
 #: and the trace keys.
@@ -153,6 +153,10 @@ def resolve_trace(mapping: dict, where: str = "config") -> TraceConfig:
     raw = {**TRACE_DEFAULTS, "methods": list(TRACE_METHODS), **mapping}
     raw.pop("study", None)
     methods = raw["methods"] if isinstance(raw["methods"], (list, tuple)) else [raw["methods"]]
+    users = [m for m in methods if is_user_method(m)]
+    if users:
+        raise cfg.ConfigError(f"methods names {users[0]!r}, a user's method: trace draws "
+                              f"{', '.join(inference.METHODS)} along one path; a user's method runs in `ldpsim run`")
     zoo = [m for m in methods if m in ZOO_METHODS]
     nprr = [m for m in methods if m in RELEASE_METHODS]
     if zoo or nprr:
@@ -298,15 +302,8 @@ def figure_class():
     return _figure_class("figure1.png")
 
 
-#: Line style of each method in the figure.
-_STYLE = {
-    "BB": {"color": "tab:red", "linestyle": "-"},
-    "BM": {"color": "tab:blue", "linestyle": "--"},
-    "SN": {"color": "tab:green", "linestyle": ":"},
-    "oracle": {"color": "tab:gray", "linestyle": "-."},
-    "AsympCS": {"color": "tab:brown", "linestyle": (0, (5, 1))},
-    "AsympCS_oracle": {"color": "tab:olive", "linestyle": (0, (1, 2))},
-}
+#: Line style of each method in the figure (declared with the method: its ``line``).
+_STYLE = {name: {"color": m.line[0], "linestyle": m.line[1]} for name, m in REGISTRY.items() if m.line}
 
 
 def plot_trace(result: TraceResult, path: Path) -> None:

@@ -1,11 +1,12 @@
 """The method zoo in the coverage study (issue 20): what each method adds to a run, and its interval.
 
-A ``methods:`` entry of :data:`~ldpsim.inference.zoo.ZOO_METHODS` declares
-here what it needs from the path kernel (:func:`zoo_spec`: its schedule, its
-paths of its own, its state; :mod:`ldpsim.recursion.zoo` runs them in the main
-path's pass over the same observations) and turns the state it streamed into
-its interval (:func:`zoo_bounds`). The study calls these; the driver does not
-know the zoo exists.
+A ``methods:`` entry of :data:`~ldpsim.inference.methods.ZOO_METHODS` is
+declared in the registry (:mod:`ldpsim.inference.methods`: its schedule, keys,
+interval, state size and pass cost); here the run asks the kernel for it
+(:func:`zoo_spec`: its schedule, its paths of its own, its state;
+:mod:`ldpsim.recursion.zoo` runs them in the main path's pass over the same
+observations) and turns the state it streamed into its interval
+(:func:`zoo_bounds`). The study calls these; the driver does not know the zoo exists.
 
 Each method with paths of its own draws its privacy noise (and OB its
 weights) from a stream of its own, child ``code`` of the replication's seed
@@ -21,39 +22,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...engine.config import ConfigError, Key, Range, check_range
+from ...engine.config import ConfigError
 from ...engine.rng import BIT_GENERATOR
-from ...inference.intervals import METHODS as CLASSIC_METHODS
-from ...inference.intervals import BATCH_METHODS, MIN_BOOTSTRAP_DRAWS, min_bootstrap_draws, normal_quantile
-from ...inference.streaming import floor_power
-from ...inference.zoo import (OB_INTERVALS, ZOO_METHODS, HiGradLayout, HulCLayout, OBMLayout, higrad_interval,
-                              higrad_state_size, higrad_thread_estimates, hulc_interval, hulc_splits, hulc_state_size,
-                              ob_interval, obm_sigma, obm_state_size, plugin_sigma, plugin_state_size, wald_interval)
+from ...inference.critical_values import normal_quantile
+from ...inference.methods import CLASSIC_METHODS, STREAM_CODES, ZOO_METHODS, ZooInputs, get, keys_of, readers
+from ...inference import user_methods
+from ...inference.methods.bootstrap import MIN_BOOTSTRAP_DRAWS, min_bootstrap_draws
 from ...privacy.composition import basic_composition
 from ...recursion.keys import check_model
-from ...recursion.zoo import STREAM_CODES, ZooSpec
+from ...recursion.zoo import ZooSpec
 
-#: The zoo's per-run keys (one value per run, like ``methods``; they change no stream of the main path).
-ZOO_KEYS = (
-    Key("hulc_delta", "float", 0.0, grid=False, range=Range("[0, 0.5)"),
-        help="HulC: median bias Delta of the segment averages; B = smallest with (1/2-D)^B + (1/2+D)^B <= 1 - level"),
-    Key("ob_paths", "int", 100, grid=False, range=Range("[2, 100000]"),
-        help="OB, OB_split: perturbed paths B (each user answers B + 1 times)"),
-    Key("ob_interval", "choice", "normal", grid=False, choices=OB_INTERVALS,
-        help="OB, OB_split: interval from the bootstrap averages (percentile, basic: ob_paths >= max(50, 2 / (1 - level)))"),
-    Key("higrad_splits", "int", 2, grid=False, range=Range("[1, 20]"),
-        help="HiGrad: levels after the first (nsplits); no burn-in (the R package's default runs round(n / 10) steps first)"),
-    Key("higrad_threads", "int", 2, grid=False, range=Range("[1, 100]"), help="HiGrad: threads per split (nthreads)"),
-    Key("higrad_step_ratio", "float", 1.0, grid=False, range=Range("(0, 100]"),
-        help="HiGrad: length ratio of consecutive levels (step.ratio)"),
-    Key("obm_constant", "float", 1.0, grid=False, range=Range("(0, inf)"),
-        help="OBM: batches start at floor(C m^(2 / (1 - gamma))), C this constant (the first at iterate 1 whatever C)"),
-)
+#: The zoo's per-run keys (one value per run, like ``methods``; they change no stream of the main path), as the
+#: zoo's methods declare them.
+ZOO_KEYS = keys_of(ZOO_METHODS, grid=False)
 ZOO_KEY_NAMES = tuple(k.name for k in ZOO_KEYS)
 #: The methods each zoo key is read by.
-ZOO_KEY_METHODS = {"hulc_delta": ("HulC",), "ob_paths": ("OB", "OB_split"), "ob_interval": ("OB", "OB_split"),
-                   "higrad_splits": ("HiGrad",), "higrad_threads": ("HiGrad",), "higrad_step_ratio": ("HiGrad",),
-                   "obm_constant": ("OBM",)}
+ZOO_KEY_METHODS = {k.name: readers(k.name, ZOO_METHODS) for k in ZOO_KEYS}
 
 
 def idle_zoo_keys(options) -> list[str]:
@@ -67,6 +51,17 @@ def idle_zoo_keys(options) -> list[str]:
             f"{'it' if len(idle) == 1 else 'them'}"]
 #: The methods whose paths run in the kernel (the others keep state of the main path only).
 PATH_METHODS = tuple(STREAM_CODES)
+
+
+def answers(method: str, options) -> int:
+    """How often each user answers for ``method`` (its registry entry's ``answers``; once for most)."""
+    counted = get(method).answers if method in ZOO_METHODS else None
+    return 1 if counted is None else int(counted(options))
+
+
+def splits_budget(method: str) -> bool:
+    """Whether ``method`` splits the run's budget among its answers (``OB_split``) rather than multiplying it."""
+    return method in ZOO_METHODS and "split_budget" in get(method).tags
 
 
 def zoo_methods(methods) -> tuple:
@@ -149,22 +144,23 @@ def user_privacy(method: str, setting, options) -> UserPrivacy:
     (Dong, Roth & Su 2022, Cor. 2). ``check``, the zoo table and docs/zoo.md
     state what this returns.
     """
-    answers = options["ob_paths"] + 1 if method in ("OB", "OB_split") else 1
-    each = split_setting(setting, options) if method == "OB_split" else setting
+    count = answers(method, options)
+    split = splits_budget(method)
+    each = split_setting(setting, options) if split else setting
     gdp = _gdp(setting)
     # OB pays k answers at the run's budget; OB_split k at 1 / k of it (sqrt(k) under GDP), which compose to it
-    factor = (math.sqrt(answers) if gdp else answers) if method == "OB" else 1
+    factor = 1 if split or count == 1 else (math.sqrt(count) if gdp else count)
     if getattr(setting, "budget", None):  # each user's own budget, drawn (OB and OB_split refuse it): answered once
-        return UserPrivacy(answers, {}, {}, factor)
+        return UserPrivacy(count, {}, {}, factor)
     if gdp:
         if math.isinf(setting.mu):
-            return UserPrivacy(answers, {}, {}, factor)
-        return UserPrivacy(answers, {"mu": each.mu}, {"mu": math.sqrt(answers) * each.mu}, factor)
+            return UserPrivacy(count, {}, {}, factor)
+        return UserPrivacy(count, {"mu": each.mu}, {"mu": math.sqrt(count) * each.mu}, factor)
     if setting.epsilon is None or math.isinf(setting.epsilon):  # no privacy: the factor of an infinite budget
-        return UserPrivacy(answers, {}, {}, factor)
+        return UserPrivacy(count, {}, {}, factor)
     delta = getattr(each, "delta", None) or 0.0
-    epsilon, total_delta = basic_composition(each.epsilon, answers, delta)
-    return UserPrivacy(answers, {"epsilon": each.epsilon, "delta": delta}, {"epsilon": epsilon, "delta": total_delta},
+    epsilon, total_delta = basic_composition(each.epsilon, count, delta)
+    return UserPrivacy(count, {"epsilon": each.epsilon, "delta": delta}, {"epsilon": epsilon, "delta": total_delta},
                        factor)
 
 
@@ -176,7 +172,7 @@ def validate_zoo(setting, options) -> None:
     if setting.batch_size != 1:
         raise ConfigError(f"batch_size = {setting.batch_size}: the zoo's methods ({', '.join(methods)}) run one "
                           "observation a step; use batch_size = 1")
-    boot = [m for m in methods if m in ("OB", "OB_split")]
+    boot = [m for m in methods if get(m).answers is not None]  # users answer more than once
     if boot and getattr(setting, "budget", None):
         raise ConfigError(f"methods {', '.join(boot)} split or multiply a budget per answer; budget = "
                           f"{setting.budget!r} draws one per user: give epsilon (or mu) instead")
@@ -186,19 +182,15 @@ def validate_zoo(setting, options) -> None:
         raise ConfigError(f"ob_paths = {paths} bootstrap paths are too few for ob_interval = {kind} at level = "
                           f"{setting.level}: its quantiles need ob_paths >= max({MIN_BOOTSTRAP_DRAWS}, 2 / (1 - level)) "
                           f"= {min_bootstrap_draws(setting.level)}, as BB's B")
-    if "OB_split" in methods and split_setting(setting, options) is not setting:
+    if any(splits_budget(m) for m in methods) and split_setting(setting, options) is not setting:
         try:  # its answers' model, at a budget B + 1 times smaller, must be computable as the main path's is
             check_model(split_setting(setting, options))
         except ConfigError as exc:
             raise ConfigError(f"OB_split's answers, each at 1 / (ob_paths + 1) = 1 / {paths + 1} of the budget: {exc}; "
                               "lower ob_paths or raise the budget") from None
-    if "HulC" in methods:
-        HulCLayout.build(setting.n, hulc_splits(setting.level, options["hulc_delta"]))
-    if "HiGrad" in methods:
-        HiGradLayout.build(setting.n, options["higrad_splits"], options["higrad_threads"], options["higrad_step_ratio"])
-    if "OBM" in methods:
-        check_range("gamma", setting.gamma, setting.gamma < 1.0, "(0, 1) for OBM (its batches grow like m^(2/(1-gamma)))")
-        OBMLayout.build(setting.n, setting.gamma, options["obm_constant"])
+    for m in methods:  # a schedule that does not fit the setting is refused as it is built
+        if get(m).layout is not None:
+            get(m).layout(setting, options)
 
 
 def zoo_spec(setting, options, methods=None, build=None) -> ZooSpec | None:
@@ -210,13 +202,14 @@ def zoo_spec(setting, options, methods=None, build=None) -> ZooSpec | None:
     if not methods:
         return None
     s = setting
-    hulc = HulCLayout.build(s.n, hulc_splits(s.level, options["hulc_delta"])) if "HulC" in methods else None
-    higrad = (HiGradLayout.build(s.n, options["higrad_splits"], options["higrad_threads"], options["higrad_step_ratio"])
-              if "HiGrad" in methods else None)
+
+    def layout(m):
+        return get(m).layout(s, options) if m in methods else None
+
+    # the kernel's record has a part per method (ldpsim.recursion.zoo); each schedule as its method declares it
     split_model = build(split_setting(s, options)) if "OB_split" in methods else None
-    obm = OBMLayout.build(s.n, s.gamma, options["obm_constant"]) if "OBM" in methods else None
-    return ZooSpec(hulc, higrad, "OB" in methods, "OB_split" in methods, int(options["ob_paths"]), split_model, obm,
-                   "plugin_oracle" in methods, float(s.theta0))
+    return ZooSpec(layout("HulC"), layout("HiGrad"), "OB" in methods, "OB_split" in methods, int(options["ob_paths"]),
+                   split_model, layout("OBM"), "plugin_oracle" in methods, float(s.theta0))
 
 
 def method_generator(gen: np.random.Generator, method: str) -> np.random.Generator:
@@ -249,64 +242,30 @@ def replication_index(gen: np.random.Generator) -> int:
 def zoo_bounds(methods, arrays: dict, theta_bar: np.ndarray, setting, options, spec: ZooSpec, hessian):
     """Each zoo method's ``(lo, hi)`` ``(d,)`` and its point estimate ``(d,)`` from one replication's state.
 
+    Each as its registry entry computes it (:mod:`ldpsim.inference.methods`).
+
     Returns
     -------
     dict
         ``method -> (lo, hi, estimate)``; NaN where the method's state is not finite.
     """
-    n, level = setting.n, setting.level
+    inputs = ZooInputs(theta_bar, setting, options, spec, hessian)
     out = {}
     for m in zoo_methods(methods):
-        state = arrays[m]
-        if m == "HulC":
-            lo, hi = hulc_interval(state)
-            est = np.median(state, axis=0)
-        elif m == "HiGrad":
-            estimates = higrad_thread_estimates(state, spec.higrad)
-            lo, hi = higrad_interval(estimates, spec.higrad, level=level)
-            est = estimates.mean(axis=0)
-        elif m == "OB":
-            est = theta_bar
-            lo, hi = ob_interval(theta_bar, state / float(n), level=level, kind=options["ob_interval"])
-        elif m == "OB_split":
-            est = state[0] / float(n)  # its own main path, privatized at epsilon / (B + 1)
-            lo, hi = ob_interval(est, state[1:] / float(n), level=level, kind=options["ob_interval"])
-        elif m == "OBM":
-            est = theta_bar
-            _, sigma = obm_sigma(*state, n)
-            lo, hi = wald_interval(theta_bar, sigma, n, level=level)
-        else:  # plugin_oracle
-            est = theta_bar
-            lo, hi = wald_interval(theta_bar, plugin_sigma(state, n, hessian), n, level=level)
+        lo, hi, est = get(m).interval(arrays[m], inputs)
         out[m] = (np.asarray(lo, dtype=float), np.asarray(hi, dtype=float), np.asarray(est, dtype=float))
     return out
 
 
 def state_floats(method: str, d: int, setting, options) -> int:
-    """Floats a replication keeps for ``method`` beyond the main path's ``theta`` and its running sum."""
-    s = setting
-    if method in ("BB", "BBjoint"):
-        return (s.n // floor_power(s.n, s.beta)) * d
-    if method in BATCH_METHODS:
-        return (floor_power(s.n, (1.0 - s.gamma) / 2.0) + 1) * d
-    if method == "SN":
-        return 3 * d
-    if method in ("oracle", "AsympCS_oracle"):
-        return 0
-    if method == "HulC":
-        return hulc_state_size(d, hulc_splits(s.level, options["hulc_delta"]))
-    if method == "HiGrad":
-        layout = HiGradLayout.build(s.n, options["higrad_splits"], options["higrad_threads"],
-                                    options["higrad_step_ratio"])
-        return higrad_state_size(d, layout)
-    b = options["ob_paths"]
-    if method == "OB":
-        return 2 * b * d + b + 2 * d  # B iterates and sums, the step's weights, the answer's scratch
-    if method == "OB_split":
-        return 2 * (b + 1) * d + b + 1 + 2 * d
-    if method == "OBM":
-        return obm_state_size(d)
-    return plugin_state_size(d)
+    """Floats a replication keeps for ``method`` beyond the main path's ``theta`` and its running sum.
+
+    A user's method: the numbers of the state record it builds for ``setting``.
+    """
+    if user_methods.is_user_method(method):
+        instance = user_methods.build(method, options)
+        return user_methods.state_floats(user_methods.kernel_state(instance, method, setting, d, 1))
+    return int(get(method).state_floats(d, setting, options))
 
 
 def pass_factor(method: str, options) -> float:
@@ -316,10 +275,9 @@ def pass_factor(method: str, options) -> float:
     8 lanes): HulC 1.8, HiGrad 1.7, OBM 1.9 and plugin_oracle 1.2 times the
     main path, rounded up; OB about one path per perturbed path besides the
     main one (B = 100: 99 times), OB_split one more (its own main path).
+    Declared with each method (its entry's ``pass_cost``).
     """
-    paths = int(options["ob_paths"])
-    return {"HulC": 2.0, "HiGrad": 2.0, "OBM": 2.0, "plugin_oracle": 1.25, "OB": 1.0 + paths,
-            "OB_split": 2.0 + paths}[method]
+    return float(get(method).pass_cost(options))
 
 
 def zoo_cost(options) -> float:
@@ -336,7 +294,7 @@ def privacy_factor(method: str, options, setting=None) -> float:
     delta scales by the same factor.
     """
     if setting is None:
-        return options["ob_paths"] + 1 if method == "OB" else 1
+        return 1 if splits_budget(method) else answers(method, options)
     return user_privacy(method, setting, options).factor
 
 
@@ -374,8 +332,8 @@ def nan_seconds(methods) -> np.ndarray:
     return np.full(len(methods), math.nan)
 
 
-__all__ = ["PATH_METHODS", "Stopwatch", "ZOO_KEYS", "ZOO_KEY_NAMES", "classic_methods", "method_generator",
-           "ZOO_KEY_METHODS", "idle_zoo_keys", "oracle_length", "pass_factor", "privacy_factor", "replication_index", "split_setting", "state_floats", "UserPrivacy",
+__all__ = ["PATH_METHODS", "Stopwatch", "ZOO_KEYS", "ZOO_KEY_NAMES", "answers", "classic_methods", "method_generator",
+           "ZOO_KEY_METHODS", "idle_zoo_keys", "oracle_length", "pass_factor", "privacy_factor", "replication_index", "split_setting", "splits_budget", "state_floats", "UserPrivacy",
            "user_privacy", "validate_zoo",
            "zoo_bounds", "zoo_cost",
            "zoo_generators", "zoo_methods", "zoo_spec"]

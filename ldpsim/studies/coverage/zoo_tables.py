@@ -22,6 +22,7 @@ from ...engine.usercode import display
 from ...engine.errors import MissingExtra
 from ...models import build_model
 from ...reporting.figures import figure_class
+from ...inference.user_methods import label
 from .summary import method_mask
 from .zoo import oracle_length, privacy_factor, state_floats
 
@@ -75,7 +76,7 @@ def zoo_rows(config, results: list[dict]) -> list[dict]:
             seconds = res["seconds"][:, j]
             seconds = seconds[np.isfinite(seconds)]
             row = {k: display(getattr(setting, k)) for k in keys}
-            row.update(method=method, n=setting.n, reps=int(ok.sum()), n_failed=int((~ok).sum()),
+            row.update(method=label(method), n=setting.n, reps=int(ok.sum()), n_failed=int((~ok).sum()),
                        coverage=coverage, coverage_se=coverage_se, length_ratio=ratio, length_ratio_se=ratio_se,
                        privacy_cost=privacy_factor(method, config.options, setting),
                        state_floats=state_floats(method, truth.shape[0], setting, config.options),

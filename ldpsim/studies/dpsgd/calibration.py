@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...inference import dpsgd as dpi
+from ...inference.methods import names
 from ...inference.streaming import StreamLayout, floor_power
 from ...engine.config import show
 from ...privacy.accountants import SIGMA_CAP, Unresolved, calibrate_sigma, epsilon_pair
@@ -27,14 +28,14 @@ from ...privacy.clt import MAX_LOG_SIGMA, clt_mu, clt_sigma, step_noise_sd
 from ...privacy.gdp import gdp_epsilon, gdp_mu
 from . import glm
 
-#: Interval methods, in table order.
-METHODS = ("plugin", "plugin_raw", "RS", "RS_raw", "RS_paper", "oracle", "BB", "BM", "DPGD")
+#: Interval methods, in table order (each declared in the registry, :mod:`ldpsim.inference.methods`).
+METHODS = names("dpsgd")
 #: Methods run when a config does not say (002's Figure 2, plus BB and BM on the same paths).
-DEFAULT_METHODS = ("plugin", "plugin_raw", "RS", "RS_raw", "oracle", "BB", "BM")
+DEFAULT_METHODS = names("dpsgd", default=True)
 #: Methods whose interval needs the private A~ and S~ (budget mu_var).
-PRIVATE_MOMENT_METHODS = ("plugin", "plugin_raw", "RS", "RS_paper", "DPGD")
+PRIVATE_MOMENT_METHODS = names("dpsgd", tag="private_moments")
 #: Methods that analyse the DP-SGD path (their estimate is theta_bar_T).
-PATH_METHODS = ("plugin", "plugin_raw", "RS", "RS_raw", "RS_paper", "BB", "BM")
+PATH_METHODS = names("dpsgd", tag="path")
 #: Per-example clipping threshold when a config does not give one, per model.
 DEFAULT_CLIP = {"linear": 6.0, "logistic": 3.0}
 #: Frobenius-norm clip of the per-example Hessians in A~ when a config does not give one, per model
@@ -45,7 +46,7 @@ DIM = 3
 
 
 #: Methods whose interval is a random-scaling pivot: undefined when the path is not random (:func:`undefined_methods`).
-RANDOM_SCALING_METHODS = ("RS", "RS_raw", "RS_paper")
+RANDOM_SCALING_METHODS = names("dpsgd", tag="random_scaling")
 
 
 def undefined_methods(s, methods) -> tuple[str, ...]:

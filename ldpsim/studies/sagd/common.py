@@ -18,16 +18,18 @@ import numpy as np
 
 from ...engine.config import ConfigError, Key, Range, as_float, as_int, show
 from ...engine.resources import FLOAT
+from ...inference.methods import get, names
 from ...models.erm import ERM_MODELS, ErmModel, sphere_plane_rule
 from ...recursion.keys import MAX_STEPS
 from ..base import Study
 from .accounting import accounting_problem
-from .kernel import LAP, METHOD_NAMES, SPARSE, PathParams
+from .kernel import LAP, SPARSE, PathParams
 
 #: The oracles of the concentration and rate studies, as configs spell them.
 ORACLES = {"lap": LAP, "sparse": SPARSE}
-#: The methods of the generalization study.
-METHODS = {name: code for code, name in METHOD_NAMES.items()}
+#: The methods of the generalization study: name -> the kernel's code (each declared in the registry,
+#: :mod:`ldpsim.inference.methods.sagd`).
+METHODS = {name: get(name).code for name in names("sagd_generalization")}
 #: Keys only the Welsch model reads (blank in logistic settings).
 WELSCH_KEYS = ("noise", "scale")
 

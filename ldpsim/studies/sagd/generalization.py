@@ -24,6 +24,7 @@ import numpy as np
 
 from ...engine.config import ConfigError, Key, Range, show
 from ...engine.rng import as_generator
+from ...inference.methods import names
 from ...reporting.stats import mean_se
 from .accounting import lap_privacy, sparse_privacy
 from .common import (
@@ -43,7 +44,7 @@ GENERALIZATION_KEYS = MODEL_KEYS + (
 ) + SPARSE_KEYS + (BATCH_KEY,) + UPDATE_KEYS + (
     Key("beta1", "float", 0.9, range=Range("[0, 1)"), help="Adam's first-moment weight"),
     DELTA_KEY, with_default(N_KEY, 200),
-    Key("methods", "choices", ("sagd_lap", "sagd_sparse", "rmsprop", "adam"), grid=False, choices=tuple(METHODS),
+    Key("methods", "choices", names("sagd_generalization", default=True), grid=False, choices=tuple(METHODS),
         help="methods run on the same samples"),
     Key("checkpoints", "int", 50, grid=False, range=Range("[1, 100000]"), help="epochs at which losses are recorded"),
     NODES_KEY,

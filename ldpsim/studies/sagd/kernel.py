@@ -55,13 +55,15 @@ from ...engine import interrupt
 from ...engine.interrupt import poll_mask, stop_requested
 from ...engine.jit import dual, jit
 from ...engine.rng import kernel_rng, local_rng, release_rng
+from ...inference.methods import get, names
 from ...models.erm import draw_sample, empirical_gradient, empirical_loss, population_gradient, population_loss
 from ...privacy.mechanisms import laplace
 
-#: Gradient oracles / optimisers, as the kernel codes them.
-LAP, SPARSE, RMSPROP, ADAM = 0, 1, 2, 3
+#: Gradient oracles / optimisers, as the kernel codes them (the codes are declared with the methods,
+#: :mod:`ldpsim.inference.methods.sagd`).
+LAP, SPARSE, RMSPROP, ADAM = (get(name).code for name in ("sagd_lap", "sagd_sparse", "rmsprop", "adam"))
 #: Names of the codes, as configs and tables spell them.
-METHOD_NAMES = {LAP: "sagd_lap", SPARSE: "sagd_sparse", RMSPROP: "rmsprop", ADAM: "adam"}
+METHOD_NAMES = {get(name).code: name for name in names("sagd_generalization")}
 #: Slots of the ``stats`` array a path fills.
 STEPS, PAID, MIN_G2, SUM_G2, DIVERGED = 0, 1, 2, 3, 4
 N_STATS = 5
