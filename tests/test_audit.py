@@ -28,7 +28,8 @@ from ldpsim.privacy.mechanisms.duchi import Duchi, DuchiLinf
 from ldpsim.privacy.mechanisms.nprr import NPRR
 from ldpsim.privacy.mechanisms.piecewise import Piecewise
 from ldpsim.privacy.mechanisms import GaussianNoise, LaplaceNoise, RandomizedResponse
-from ldpsim.privacy.online import UniformBudgetGaussianNoise, UniformBudgetLaplaceNoise
+from ldpsim.privacy.mechanisms.gaussian_noise import UniformBudgetGaussianNoise
+from ldpsim.privacy.mechanisms.laplace_noise import UniformBudgetLaplaceNoise
 
 SCRIPT = Path(__file__).parents[1] / "scripts" / "audit_privacy.py"
 

@@ -285,3 +285,34 @@ def test_the_registry_refuses_a_second_entry_of_a_name_and_a_release_without_its
         registry.MechanismEntry("x", "f", Laplace, "text", "release")
     with pytest.raises(ValueError, match="kind must be one of"):
         registry.MechanismEntry("x", "f", Laplace, "text", "noise")
+    with pytest.raises(ValueError, match="an online mechanism, and only one, has a calibration"):
+        registry.MechanismEntry("x", "f", Laplace, "text", "additive", online=True)
+    calibration = registry.OnlineCalibration(make=lambda budget, dim, sensitivity, delta: None)
+    with pytest.raises(ValueError, match="a per-user mechanism, and only one, has a calibration with a numerator"):
+        registry.MechanismEntry("x", "f", Laplace, "text", "additive", online=True, per_user=True,
+                                calibration=calibration)
+
+
+def test_the_online_models_calibration_is_read_from_the_entries():
+    # each online mechanism's calibration to D and per-user form live in its family's module (OnlineCalibration):
+    # ldpsim/privacy/online.py names no mechanism, and a mechanism reads delta where its entry says so
+    import ast
+    import inspect
+
+    from ldpsim.privacy import mechanisms as m, online
+
+    tree = ast.parse(inspect.getsource(online))
+    docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    strings = {node.value for node in ast.walk(tree)
+               if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings}
+    assert not strings & set(m.ONLINE_MECHANISMS), strings & set(m.ONLINE_MECHANISMS)
+    for name in m.PER_USER_MECHANISMS:
+        calibration = m.REGISTRY[name].calibration
+        law = online.BudgetLaw(1.0, 2.0)
+        mech = online.online_mechanism(name, 3, 2.0, law, delta=1e-5)
+        assert type(online.online_noise_record(mech)) is calibration.per_user_record
+        assert calibration.per_user_record.__module__ == m.REGISTRY[name].cls.__module__ or name == "gdp"
+        # the mean variance over users: factor x numerator^2 x E[b^-2], the constant budget's at each b
+        at = [online.online_mechanism(name, 3, 2.0, b, delta=1e-5).variance * b**2 for b in (1.0, 1.7)]
+        assert at[0] == pytest.approx(at[1]) and mech.variance == pytest.approx(at[0] * law.inverse_moment(2))
+    assert {n for n in m.names() if m.REGISTRY[n].delta} == {"gaussian", "gaussian_classical"}

@@ -23,8 +23,9 @@ from ldpsim.models.design import GaussianDesign, mallows_weight
 from ldpsim.models.huber import HUBER_C, huber_gradient_parts, huber_kappa, huber_sensitivity
 from ldpsim.models.online import numerical_jacobian
 from ldpsim.privacy.mechanisms import GaussianNoise, LaplaceNoise, NoNoise, add_noise
-from ldpsim.privacy.online import (BudgetLaw, UniformBudgetGaussianNoise, UniformBudgetLaplaceNoise,
-                                   online_mechanism, online_noise_record, parse_budget)
+from ldpsim.privacy.mechanisms.gaussian_noise import UniformBudgetGaussianNoise
+from ldpsim.privacy.mechanisms.laplace_noise import UniformBudgetLaplaceNoise
+from ldpsim.privacy.online import BudgetLaw, online_mechanism, online_noise_record, parse_budget
 
 from run_helpers import ROOT, checked_cli, no_work, one_line_error_after_warnings, online_model, write
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..engine.dispatch import by_record
 from ..privacy.mechanisms.bounded import BoundedMechanism
+from ..privacy.mechanisms.registry import REGISTRY as MECHANISM_REGISTRY
 
 
 @by_record
@@ -192,12 +193,13 @@ class Model(ABC):
         Called by :func:`ldpsim.recursion.keys.path_values` after the model
         keys other models read are blanked. Default: the mechanism is the
         model's first unless ``epsilon = inf`` (no mechanism), and ``delta``
-        is read by the Gaussian mechanism only.
+        is read by the mechanisms whose registry entry says so (the Gaussians).
         """
         values = cls.fill_key_defaults(values)
         if "mechanism" in cls.keys:
             values["mechanism"] = None if math.isinf(values["epsilon"]) else values["mechanism"] or cls.mechanisms[0]
-        if values.get("mechanism") != "gaussian":
+        entry = MECHANISM_REGISTRY.get(values.get("mechanism") or "")
+        if entry is None or not entry.delta:
             values["delta"] = None
         return values
 

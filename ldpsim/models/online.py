@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from ..engine.errors import ConfigError
-from ..privacy.mechanisms import LDP_MECHANISMS, BoundedMechanism
+from ..privacy.mechanisms import LDP_MECHANISMS, REGISTRY, BoundedMechanism
 from ..privacy.online import BUDGET_KEY, ONLINE_MECHANISMS, PER_USER_MECHANISMS, ball_mechanism, budget_law, \
     online_mechanism, online_noise_record
 from .base import Model
@@ -162,7 +162,7 @@ class OnlineModel(Model):
         values["budget"] = budget
         if private:
             values["mechanism"] = mech
-            if mech not in ("gaussian", "gaussian_classical"):
+            if not REGISTRY[mech].delta:
                 values["delta"] = None
         else:  # one spelling of "non-private", whichever budget key said so
             values.update(mechanism=None, delta=None, epsilon=None, mu=math.inf)

@@ -46,20 +46,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 import numpy as np
 
 from ..engine.config import ConfigError, show
-from ..engine.rng import uniform
 from .mechanisms import LDP_MECHANISMS, ONLINE_MECHANISMS, PER_USER_MECHANISMS, REGISTRY, make_ldp_mechanism
 from .mechanisms.duchi import DuchiL2
-from .mechanisms.gaussian_noise import ClassicalGaussian, L2Gaussian
-from .mechanisms.gaussian_noise import gaussian as _gaussian_draw
-from .mechanisms.gdp_noise import GDPGuarantee
-from .mechanisms.kernel import NoNoise, _fmt, add_noise, register_additive_vector
-from .mechanisms.laplace_noise import L2Laplace
-from .mechanisms.laplace_noise import laplace as _laplace_draw
+from .mechanisms.kernel import NoNoise, _fmt
 
 #: Which budget key each mechanism reads (the releases read ``epsilon``); ``ONLINE_MECHANISMS`` (the default first)
 #: and ``PER_USER_MECHANISMS`` (budgets drawn per user) are the registry's (:mod:`.mechanisms.registry`).
@@ -173,43 +167,6 @@ def budget_law(text: str) -> BudgetLaw:
     return BudgetLaw(float(match.group(1)), float(match.group(2)))
 
 
-# --- kernel side: per-user noise records ----------------------------------------------
-
-
-class UniformBudgetLaplaceNoise(NamedTuple):
-    """``Lap(0, numerator / b)`` per coordinate with the user's budget ``b ~ U(low, low + width)``."""
-
-    numerator: float
-    low: float
-    width: float
-
-
-class UniformBudgetGaussianNoise(NamedTuple):
-    """``N(0, (numerator / b)^2)`` per coordinate with the user's budget ``b ~ U(low, low + width)``."""
-
-    numerator: float
-    low: float
-    width: float
-
-
-@add_noise.register(UniformBudgetLaplaceNoise)
-def _add_uniform_budget_laplace(noise, gen, out):
-    scale = noise.numerator / (noise.low + noise.width * uniform(gen))  # the user's budget first
-    for j in range(out.shape[0]):
-        out[j] += _laplace_draw(gen, scale)
-
-
-@add_noise.register(UniformBudgetGaussianNoise)
-def _add_uniform_budget_gaussian(noise, gen, out):
-    sigma = noise.numerator / (noise.low + noise.width * uniform(gen))
-    for j in range(out.shape[0]):
-        out[j] += _gaussian_draw(gen, sigma)
-
-
-for _cls in (UniformBudgetLaplaceNoise, UniformBudgetGaussianNoise):  # the models' calls: add_released(_joint)
-    register_additive_vector(_cls)
-
-
 # --- Python side ------------------------------------------------------------------------
 
 
@@ -245,8 +202,7 @@ class PerUserBudget:
     @property
     def variance(self) -> float:
         """Mean variance added to each coordinate over users: ``k numerator^2 E[b^-2]`` (k = 2 for Laplace)."""
-        factor = 2.0 if self.name == "laplace" else 1.0
-        return factor * self.numerator**2 * self.law.inverse_moment(2)
+        return REGISTRY[self.name].calibration.variance_factor * self.numerator**2 * self.law.inverse_moment(2)
 
     def at(self, budget: float):
         """The mechanism of a user whose budget is ``budget``."""
@@ -257,39 +213,25 @@ class PerUserBudget:
         """Each user's guarantee, and the run's (the weakest), in one line."""
         symbol = BUDGET_KEY[self.name]
         low, high = (_num(b) for b in (self.law.low, self.law.high))
-        kind = {"gdp": f"mu_i-GDP (Gaussian, sd {self.numerator:.4g} / mu_i, l2 sensitivity {self.sensitivity:.4g})",
-                "laplace": f"epsilon_i-LDP (Laplace, scale {self.numerator:.4g} / epsilon_i: l1 sensitivity "
-                           f"sqrt({self.dim}) x {self.sensitivity:.4g})",
-                "gaussian_classical": f"(epsilon_i, delta = {_fmt(self.delta or 0)})-LDP for epsilon_i < 1 (Gaussian, "
-                                      f"classical calibration, sd {self.numerator:.4g} / epsilon_i)"}[self.name]
+        kind = REGISTRY[self.name].calibration.per_user_text.format(
+            numerator=self.numerator, dim=self.dim, sensitivity=self.sensitivity, delta=_fmt(self.delta or 0))
         return (f"user i draws {symbol}_i ~ {self.law.text} independently of the data and is {kind}, i.e. between "
                 f"{symbol} = {high} and {symbol} = {low}; the run as a whole (parallel composition): "
                 f"{self.at(self.law.high).guarantee}")
 
     def record(self):
-        cls = UniformBudgetLaplaceNoise if self.name == "laplace" else UniformBudgetGaussianNoise
+        cls = REGISTRY[self.name].calibration.per_user_record
         return cls(float(self.numerator), float(self.law.low), float(self.law.high - self.law.low))
 
 
 def _numerator(name, dim, sensitivity, delta) -> float:
-    """Noise scale times the budget (see :class:`PerUserBudget`)."""
-    if name == "laplace":
-        return math.sqrt(dim) * sensitivity
-    if name == "gaussian_classical":
-        if delta is None or not 0.0 < delta < 1.0:
-            raise ValueError(f"delta must be in (0, 1), got {delta}")
-        return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta))
-    return sensitivity
+    """Noise scale times the budget (see :class:`PerUserBudget`; its family's :class:`OnlineCalibration`)."""
+    numerator = REGISTRY[name].calibration.numerator
+    return sensitivity if numerator is None else numerator(dim, sensitivity, delta)
 
 
 def _constant(name, budget, dim, sensitivity, delta):
-    if name == "laplace":
-        return L2Laplace(budget, math.sqrt(dim) * sensitivity, dim=dim, l2_sensitivity=sensitivity)
-    if name == "gaussian_classical":
-        return ClassicalGaussian(budget, delta, sensitivity)
-    if name == "gdp":
-        return GDPGuarantee(budget, sensitivity)
-    return L2Gaussian(budget, delta, sensitivity)
+    return REGISTRY[name].calibration.make(budget, dim, sensitivity, delta)
 
 
 def online_mechanism(name: str, dim: int, sensitivity: float, budget, delta: float | None = None):
@@ -377,7 +319,5 @@ def online_noise_record(mechanism, lanes: int = 1):
     return mechanism.noise_record(lanes)  # its class's (a release's, Laplace's, a Gaussian's)
 
 
-__all__ = ["BUDGET_KEY", "BudgetLaw", "ClassicalGaussian", "GDPGuarantee", "L2Gaussian", "L2Laplace",
-           "ONLINE_MECHANISMS", "PER_USER_MECHANISMS", "PerUserBudget", "UniformBudgetGaussianNoise",
-           "UniformBudgetLaplaceNoise", "ball_mechanism", "budget_law", "online_mechanism", "online_noise_record",
-           "parse_budget"]
+__all__ = ["BUDGET_KEY", "BudgetLaw", "ONLINE_MECHANISMS", "PER_USER_MECHANISMS", "PerUserBudget", "ball_mechanism",
+           "budget_law", "online_mechanism", "online_noise_record", "parse_budget"]

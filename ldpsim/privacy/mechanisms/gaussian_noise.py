@@ -21,10 +21,10 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from ...engine.jit import jit
-from ...engine.rng import normal
+from ...engine.rng import normal, uniform
 from .additive import Calibrated, Guaranteed, _check_epsilon, _check_sensitivity, sensitivity
-from .kernel import _fmt, register_noise
-from .registry import register
+from .kernel import _fmt, add_noise, register_additive_vector, register_noise
+from .registry import OnlineCalibration, register
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -296,9 +296,42 @@ def _draw_gaussian(noise, gen):
     return gaussian(gen, noise.sigma)
 
 
-register("gaussian", Gaussian, "Gaussian noise, analytically calibrated to (epsilon, delta) exactly (Balle & Wang 2018)",
-         "additive", online=True)
-register("gaussian_classical", ClassicalGaussian, "Gaussian noise with the classical calibration "
-         "sqrt(2 ln(1.25 / delta)) / epsilon", "additive", bounded=False, online=True, per_user=True)
+class UniformBudgetGaussianNoise(NamedTuple):
+    """``N(0, (numerator / b)^2)`` per coordinate with the user's budget ``b ~ U(low, low + width)``."""
 
-__all__ = ["ClassicalGaussian", "Gaussian", "GaussianNoise", "L2Gaussian", "classical_gaussian_sigma", "gaussian", "gaussian_delta", "gaussian_or_zero"]
+    numerator: float
+    low: float
+    width: float
+
+
+@add_noise.register(UniformBudgetGaussianNoise)
+def _add_uniform_budget_gaussian(noise, gen, out):
+    sigma = noise.numerator / (noise.low + noise.width * uniform(gen))  # the user's budget first
+    for j in range(out.shape[0]):
+        out[j] += gaussian(gen, sigma)
+
+
+register_additive_vector(UniformBudgetGaussianNoise)  # the online models' calls: add_released(_joint)
+
+
+def _classical_numerator(dim, sensitivity, delta):
+    if delta is None or not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta))
+
+
+# the analytic calibration is a root search: no per-user form
+register("gaussian", Gaussian, "Gaussian noise, analytically calibrated to (epsilon, delta) exactly (Balle & Wang 2018)",
+         "additive", online=True, delta=True, calibration=OnlineCalibration(
+             make=lambda budget, dim, sensitivity, delta: L2Gaussian(budget, delta, sensitivity)))
+register("gaussian_classical", ClassicalGaussian, "Gaussian noise with the classical calibration "
+         "sqrt(2 ln(1.25 / delta)) / epsilon", "additive", bounded=False, online=True, per_user=True, delta=True,
+         calibration=OnlineCalibration(
+             make=lambda budget, dim, sensitivity, delta: ClassicalGaussian(budget, delta, sensitivity),
+             numerator=_classical_numerator,
+             per_user_text="(epsilon_i, delta = {delta})-LDP for epsilon_i < 1 (Gaussian, classical calibration, "
+                           "sd {numerator:.4g} / epsilon_i)",
+             per_user_record=UniformBudgetGaussianNoise))
+
+__all__ = ["ClassicalGaussian", "Gaussian", "GaussianNoise", "L2Gaussian", "UniformBudgetGaussianNoise",
+           "classical_gaussian_sigma", "gaussian", "gaussian_delta", "gaussian_or_zero"]

@@ -4,7 +4,7 @@
 guarantee lists points of the (epsilon, delta) curve, :func:`gdp_delta`; the
 conversions and composition are :mod:`ldpsim.privacy.gdp`'s); its kernel records are the
 Gaussian family's (:class:`~.gaussian_noise.GaussianNoise`, and for budgets drawn per user
-:class:`ldpsim.privacy.online.UniformBudgetGaussianNoise`).
+:class:`~.gaussian_noise.UniformBudgetGaussianNoise`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .additive import Guaranteed
-from .gaussian_noise import GaussianNoise, gaussian_delta
+from .gaussian_noise import GaussianNoise, UniformBudgetGaussianNoise, gaussian_delta
 from .kernel import _fmt
-from .registry import register
+from .registry import OnlineCalibration, register
 
 
 def _check_mu(mu: float) -> None:
@@ -87,6 +87,11 @@ class GDPGuarantee(GaussianGDP):
 
 
 register("gdp", GDPGuarantee, "Gaussian noise at mu-GDP per user, budgets per user possible (Shi et al. 2025)",
-         "additive", bounded=False, online=True, online_default=True, per_user=True, budget_key="mu")
+         "additive", bounded=False, online=True, online_default=True, per_user=True, budget_key="mu",
+         calibration=OnlineCalibration(
+             make=lambda budget, dim, sensitivity, delta: GDPGuarantee(budget, sensitivity),
+             numerator=lambda dim, sensitivity, delta: sensitivity,  # sd D / mu (004, Example 3)
+             per_user_text="mu_i-GDP (Gaussian, sd {numerator:.4g} / mu_i, l2 sensitivity {sensitivity:.4g})",
+             per_user_record=UniformBudgetGaussianNoise))
 
 __all__ = ["GDPGuarantee", "GaussianGDP", "gdp_delta"]

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
 from ...engine.jit import dual
-from ...engine.rng import exponential
+from ...engine.rng import exponential, uniform
 from .additive import Calibrated, sensitivity
-from .kernel import _fmt, register_noise
-from .registry import register
+from .kernel import _fmt, add_noise, register_additive_vector, register_noise
+from .registry import OnlineCalibration, register
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,35 @@ def _draw_laplace(noise, gen):
     return laplace(gen, noise.scale)
 
 
-register("laplace", Laplace, "Laplace noise calibrated to the gradient's l1 sensitivity (epsilon-LDP)", "additive",
-         online=True, per_user=True)
+class UniformBudgetLaplaceNoise(NamedTuple):
+    """``Lap(0, numerator / b)`` per coordinate with the user's budget ``b ~ U(low, low + width)``."""
 
-__all__ = ["L2Laplace", "Laplace", "LaplaceNoise", "laplace"]
+    numerator: float
+    low: float
+    width: float
+
+
+@add_noise.register(UniformBudgetLaplaceNoise)
+def _add_uniform_budget_laplace(noise, gen, out):
+    scale = noise.numerator / (noise.low + noise.width * uniform(gen))  # the user's budget first
+    for j in range(out.shape[0]):
+        out[j] += laplace(gen, scale)
+
+
+register_additive_vector(UniformBudgetLaplaceNoise)  # the online models' calls: add_released(_joint)
+
+
+def _online_laplace(budget, dim, sensitivity, delta):
+    return L2Laplace(budget, math.sqrt(dim) * sensitivity, dim=dim, l2_sensitivity=sensitivity)
+
+
+register("laplace", Laplace, "Laplace noise calibrated to the gradient's l1 sensitivity (epsilon-LDP)", "additive",
+         online=True, per_user=True, calibration=OnlineCalibration(
+             make=_online_laplace,
+             numerator=lambda dim, sensitivity, delta: math.sqrt(dim) * sensitivity,  # l1 <= sqrt(p) l2 (004, Ex. 1)
+             variance_factor=2.0,
+             per_user_text="epsilon_i-LDP (Laplace, scale {numerator:.4g} / epsilon_i: l1 sensitivity sqrt({dim}) x "
+                           "{sensitivity:.4g})",
+             per_user_record=UniformBudgetLaplaceNoise))
+
+__all__ = ["L2Laplace", "Laplace", "LaplaceNoise", "UniformBudgetLaplaceNoise", "laplace"]
