@@ -827,6 +827,7 @@ def test_validation_leaves_nprrs_truth_for_the_compile_step(fresh_truths):
     assert len(calls) == 2
 
 
+@pytest.mark.slow  # a run of the linear model's kernel, compiled for NPRR: 13 s of the fast tier
 def test_a_run_records_the_truth_it_made_beside_the_compilation(fresh_truths, tmp_path):
     keys, calls = fresh_truths
     result = ldpsim.run(NPRR_RUN, out=tmp_path / "out", n_jobs=1, progress=False)
