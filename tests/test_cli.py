@@ -115,6 +115,7 @@ def test_compare_with_paper(tmp_path):
     assert "1.000" in proc.stdout and (out / "compare_table1_quantile.md").exists()
 
 
+@pytest.mark.slow  # a run killed in a subprocess and resumed in another: 8-10 s of the fast tier
 def test_killed_run_resumes_to_the_same_summary(tmp_path):
     config = tmp_path / "k.yaml"
     config.write_text("tau: 0.5\nn: 1e6\nreps: 60\nseed: 5\nmethods: [BB, SN]\n")  # 3 chunks of 20

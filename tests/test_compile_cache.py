@@ -96,6 +96,7 @@ def test_warm_process_compiles_nothing_and_unrelated_edits_keep_the_cache(copy):
     assert edited["theta_bar"] == cold["theta_bar"]
 
 
+@pytest.mark.slow  # subprocesses compiling in a copy of the package: 8-10 s of the fast tier
 def test_an_edit_of_an_inlined_helper_in_another_module_gives_new_numbers(copy):
     """The quantile gradient is inlined into the kernel of recursion/kernels.py from models/quantile.py."""
     before = copy("quantile")
@@ -109,6 +110,7 @@ def test_an_edit_of_an_inlined_helper_in_another_module_gives_new_numbers(copy):
     assert again["theta_bar"] == before["theta_bar"]
 
 
+@pytest.mark.slow  # subprocesses compiling in a copy of the package: 8-10 s of the fast tier
 def test_an_edit_of_a_model_recompiles_that_models_kernels_only(copy):
     first = copy("quantile", "mean")
     assert len(_kernels(first["compiled"])) == 2

@@ -328,6 +328,7 @@ def _sums(tmp_path, specs, cache, twin=False, extra_env=None):
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow  # two runs in subprocesses, each compiling the user's kernel: 8-10 s of the fast tier
 def test_editing_a_constant_of_a_user_file_changes_the_next_runs_numbers(tmp_path):
     cache = tmp_path / "numba"
     path = write(tmp_path, "edited.py", MY_QUANTILE)

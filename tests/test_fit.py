@@ -680,6 +680,7 @@ def test_fits_full_sample_column_is_finite_and_silent_on_data_near_1e300(tmp_pat
     assert est / 1e300 == pytest.approx(slope, rel=1e-9)
 
 
+@pytest.mark.slow  # a fit in a subprocess, compiled there, then signalled: 8-10 s of the fast tier
 def test_fit_stops_on_sigterm_during_a_long_path(tmp_path):
     # fit ran its path in the main thread: Ctrl-C waited for 1e10 steps (measured: still running 70 s after it)
     import signal
