@@ -221,3 +221,25 @@ def test_a_kernel_only_function_is_refused_from_python_not_crashed():
     with pytest.raises(TypeError, match=r"compiled for ldpsim's kernels only.*\.py_func"):
         inner(2.0)
     assert inner.py_func(2.0) == 4.0
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no fcntl: numba's own unlocked save")
+def test_an_entry_is_saved_under_a_lock_on_its_index(tmp_path):
+    # numba saves an entry by reading the index, adding the entry and writing index and data back, unlocked: two
+    # processes that finish two specialisations of one function at once (compile_kernels' workers) could take the
+    # same data file, and lose an entry or point it at the other's machine code (ldpsim.engine.numba_cache._save)
+    import fcntl
+    import threading
+
+    from numba.core import caching
+
+    cache = caching.IndexDataCacheFile(str(tmp_path), "f-1.py311", ("stamp", 1))
+    done = threading.Event()
+    with open(cache._index_path + ".lock", "a+b") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # as another process saving an entry of the same function
+        thread = threading.Thread(target=lambda: (cache.save(("key",), {"data": 1}), done.set()), daemon=True)
+        thread.start()
+        assert not done.wait(0.5)  # the save waits for the lock
+        fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    thread.join(10)
+    assert done.is_set() and cache.load(("key",)) == {"data": 1}

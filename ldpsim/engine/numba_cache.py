@@ -34,6 +34,13 @@ imported, make it exact and keep it across unrelated edits:
   (:mod:`ldpsim.models.user`) live in modules named after the file's hash;
   while such a module is not loaded, its classes are read as placeholders,
   so that their entries survive until the file is loaded again.
+* an entry is saved under a lock on its function's index (``fcntl``, where
+  the platform has it): numba reads the index, adds the entry and writes the
+  index and the data file without one, so two processes that finished
+  compiling two specialisations of one function at once (the workers of
+  :func:`ldpsim.engine.compiling.compile_kernels`, pytest's workers) could
+  both take the same data file name, and one entry be lost or point at the
+  other's machine code.
 """
 
 from __future__ import annotations
@@ -487,6 +494,25 @@ def _load_index(self):
     return {key: value for key, value in overloads.items() if not _mentions_gone(key)}
 
 
+_original_save = caching.IndexDataCacheFile.save
+
+try:
+    import fcntl
+except ImportError:  # (Windows: numba's own unlocked save)
+    fcntl = None
+
+
+def _save(self, key, data):
+    if fcntl is None:
+        return _original_save(self, key, data)
+    with open(self._index_path + ".lock", "a+b") as lock:  # beside the index, in the same cache folder
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            return _original_save(self, key, data)
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
 def install() -> None:
     """Make numba's cache as described in the module docstring (idempotent)."""
     if getattr(caching.Cache._index_key, "__ldpsim__", False):
@@ -494,6 +520,7 @@ def install() -> None:
     _index_key.__ldpsim__ = True
     caching.Cache._index_key = _index_key
     caching.IndexDataCacheFile._load_index = _load_index
+    caching.IndexDataCacheFile.save = _save
     caching.Cache._load_overload = _load_overload
     caching.Cache._save_overload = _save_overload
     dispatcher.Dispatcher.compile = _compile
