@@ -23,12 +23,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...engine import usercode
-from ...engine.config import ConfigError, Key, as_list, check_range, check_run_memory, show
+from ...engine.runs import usercode
+from ...engine.runs.config import ConfigError, Key, as_list, check_range, check_run_memory, show
 from ...engine.errors import MissingExtra
-from ...engine.lanes import vector_width
-from ...engine.resources import FLOAT
-from ...engine.rng import as_generator
+from ...engine.dialect.lanes import vector_width
+from ...engine.runs.resources import FLOAT
+from ...engine.dialect.rng import as_generator
 from ...inference import intervals
 from ...inference.intervals import RESOLVED_ULPS, resolved, uses_batches, uses_blocks
 from ...inference.methods import BATCH_METHODS, DEFAULT_METHODS, ZOO_METHODS, keys_of, names
@@ -187,7 +187,7 @@ class CoverageStudy(Study):
         "gaussian": ("multiplier = 'gaussian'", "unbounded; Theorem 3.2 asks bounded multipliers"),
         "idle_zoo_key": ("a zoo key without its method", "it changes nothing"),
     }
-    compute_sources = ("engine/dispatch.py", "engine/rng.py", "privacy", "models", "inference", "recursion",
+    compute_sources = ("engine/dialect/dispatch.py", "engine/dialect/rng.py", "privacy", "models", "inference", "recursion",
                        "studies/base.py", "studies/coverage/study.py", "studies/coverage/zoo.py")
     table_columns = {"summary": {
         "method": "text", "coord": "count", "n": "positive", "reps": "count", "n_failed": "count", "coverage": "number",

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 
-from ...engine.usercode import display
-from ...engine.config import Config
+from ...engine.runs.usercode import display
+from ...engine.runs.config import Config
 from ...inference.critical_values import normal_quantile
 from ...inference.methods import ZOO_METHODS, names
 from ...inference.user_methods import is_user_method, label
@@ -40,7 +40,7 @@ def summarize(config: Config, results: list[dict]) -> list[dict]:
     config : Config
         The run.
     results : list of dict
-        One per setting, as returned by :func:`ldpsim.engine.driver.simulate`:
+        One per setting, as returned by :func:`ldpsim.engine.runs.driver.simulate`:
         ``theta_bar`` ``(R, d)``, ``bounds`` ``(R, n_methods, d, 2)``, ``ok`` ``(R,)``.
 
     Returns

@@ -24,9 +24,9 @@ from functools import partial
 
 import numpy as np
 
-from ...engine.config import ConfigError, Key, Range, check_range, check_run_memory, show
-from ...engine.resources import FLOAT
-from ...engine.rng import as_generator
+from ...engine.runs.config import ConfigError, Key, Range, check_range, check_run_memory, show
+from ...engine.runs.resources import FLOAT
+from ...engine.dialect.rng import as_generator
 from ...inference import dpsgd as dpi
 from ...inference.intervals import (MIN_BOOTSTRAP_DRAWS, MULTIPLIERS, batch_means, block_bootstrap,
                                     block_bootstrap_draws, min_bootstrap_draws)
@@ -35,7 +35,7 @@ from ...privacy.accountants import ACCOUNTANTS, DEFAULT_ACCOUNTANT, DESCRIPTION,
 from ...privacy.clt import SAMPLINGS
 from ...privacy.gdp import gdp_mu
 from ...recursion.keys import GAMMA_WARNING_KINDS, MAX_STEPS, gamma_warnings
-from ...engine.lanes import vector_width
+from ...engine.dialect.lanes import vector_width
 from ..base import Study
 from ...inference.intervals import resolved
 from ..coverage.study import MANY_BATCHES
@@ -138,7 +138,7 @@ class DpsgdStudy(Study):
         "delta": ("delta >= 1/n", "a release that publishes one random example outright is (0, 1/n)-DP: such a "
                   "delta protects nobody"),
     }
-    compute_sources = ("engine/dispatch.py", "engine/rng.py", "privacy", "inference", "recursion",
+    compute_sources = ("engine/dialect/dispatch.py", "engine/dialect/rng.py", "privacy", "inference", "recursion",
                        "studies/base.py", "studies/dpsgd/kernel.py", "studies/dpsgd/glm.py",
                        "studies/dpsgd/calibration.py", "studies/dpsgd/study.py")
     table_columns = {

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from ...engine.config import Config
+from ...engine.runs.config import Config
 from ...inference.intervals import normal_quantile
 from ...privacy.accountants import ACCOUNTANTS, IS_BOUND, SUPPORTED, Unresolved, epsilon_pair
 from ...privacy.clt import NEIGHBOURS, clt_mu

@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
-from ...engine.config import ConfigError, Key, Range, check_range, show
-from ...engine.rng import as_generator
+from ...engine.runs.config import ConfigError, Key, Range, check_range, show
+from ...engine.dialect.rng import as_generator
 from ...reporting.stats import mean_se
 from ..trajectory.summary import rate_row
 from .accounting import lap_privacy, sparse_privacy
@@ -78,7 +78,7 @@ class RateStudy(SagdStudy):
     title = "Zhou et al. (2020) Theorems 2 and 4: min_t ||grad f(w_t)||^2 against n with sigma = n^-1/3"
     keys = RATE_KEYS
     tables = ("summary", "rates", "privacy")
-    compute_sources = ("engine/rng.py", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",
+    compute_sources = ("engine/dialect/rng.py", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",
                        "studies/sagd/common.py", "studies/sagd/rate.py")
 
     def make_setting(self, values):

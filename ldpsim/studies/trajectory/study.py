@@ -29,10 +29,10 @@ from functools import partial
 
 import numpy as np
 
-from ...engine.usercode import display
-from ...engine.config import ConfigError, Key, Range, check_range
-from ...engine.lanes import vector_width
-from ...engine.rng import as_generator
+from ...engine.runs.usercode import display
+from ...engine.runs.config import ConfigError, Key, Range, check_range
+from ...engine.dialect.lanes import vector_width
+from ...engine.dialect.rng import as_generator
 from ...inference.streaming import checkpoint_grid
 from ...models import MODELS, build_model, model_class
 from ...recursion.keys import GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seconds, path_seed_key, \
@@ -127,7 +127,7 @@ class TrajectoryStudy(Study):
     }
     warning_kinds = GAMMA_WARNING_KINDS
     # what a chunk holds: kernel.py's replication (the summaries of study.py are recomputed on --resume)
-    compute_sources = ("engine/dispatch.py", "engine/rng.py", "privacy", "models", "inference/streaming.py",
+    compute_sources = ("engine/dialect/dispatch.py", "engine/dialect/rng.py", "privacy", "models", "inference/streaming.py",
                        "recursion", "studies/base.py", "studies/trajectory/kernel.py")
 
     def config_keys(self, mapping):

@@ -594,7 +594,7 @@ _draws(exponential, exponential, _exponential_intrinsic)
 
 
 # --- lanes: the generators of several replications in one kernel ------------------
-# A kernel that advances L replications side by side (issue 19; ldpsim.engine.lanes) is handed
+# A kernel that advances L replications side by side (issue 19; ldpsim.engine.dialect.lanes) is handed
 # kernel_rngs(gens): the C state addresses of their L SFC64 generators, a tuple, so that L is a
 # constant of the compiled code. local_rng copies the words into four vectors <L x i64> on the
 # kernel's stack (word k of every lane in one vector, which LLVM keeps in a register), and
