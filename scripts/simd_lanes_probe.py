@@ -13,7 +13,7 @@ Measured on the idle 2-core EPYC VM (load 0.9, 2026-11-24): bit-identical;
 floor. LLVM vectorises the SFC64 arithmetic but loads the ziggurat tables
 element by element (no gather) and keeps the state in memory, so the draws
 get slower, not faster; a lanes kernel would need its draws written as LLVM
-vector code (as engine/dialect/rng.py writes the scalar draws) to gain.
+vector code (as engine/dialect/rng/ writes the scalar draws) to gain.
 
     python scripts/simd_lanes_probe.py [L]
 """

@@ -285,7 +285,7 @@ def _cache_file(key: str) -> Path | None:
 @functools.lru_cache(maxsize=None)
 def _estimator_source() -> str:
     """Hash of the code the estimate depends on (read once per process)."""
-    return source_hash(["models/truth.py", "models/base.py", "engine/dialect/rng.py", "engine/dialect/lanes.py",
+    return source_hash(["models/truth.py", "models/base.py", "engine/dialect/rng", "engine/dialect/lanes.py",
                         "privacy/mechanisms", "engine/dialect/dispatch.py",
                         "models/covariates.py", "models/regression.py"])
 

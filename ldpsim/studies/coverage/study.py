@@ -187,8 +187,8 @@ class CoverageStudy(Study):
         "gaussian": ("multiplier = 'gaussian'", "unbounded; Theorem 3.2 asks bounded multipliers"),
         "idle_zoo_key": ("a zoo key without its method", "it changes nothing"),
     }
-    compute_sources = ("engine/dialect/dispatch.py", "engine/dialect/rng.py", "privacy", "models", "inference", "recursion",
-                       "studies/base.py", "studies/coverage/study.py", "studies/coverage/zoo.py")
+    compute_sources = ("engine/dialect/dispatch.py", "engine/dialect/rng", "privacy", "models", "inference",
+                       "recursion", "studies/base.py", "studies/coverage/study.py", "studies/coverage/zoo.py")
     table_columns = {"summary": {
         "method": "text", "coord": "count", "n": "positive", "reps": "count", "n_failed": "count", "coverage": "number",
         "coverage_se": "number", "length": "number", "length_se": "number", "theta_star": "number",

@@ -138,7 +138,7 @@ class DpsgdStudy(Study):
         "delta": ("delta >= 1/n", "a release that publishes one random example outright is (0, 1/n)-DP: such a "
                   "delta protects nobody"),
     }
-    compute_sources = ("engine/dialect/dispatch.py", "engine/dialect/rng.py", "privacy", "inference", "recursion",
+    compute_sources = ("engine/dialect/dispatch.py", "engine/dialect/rng", "privacy", "inference", "recursion",
                        "studies/base.py", "studies/dpsgd/kernel.py", "studies/dpsgd/glm.py",
                        "studies/dpsgd/calibration.py", "studies/dpsgd/study.py")
     table_columns = {

@@ -71,7 +71,7 @@ class GeneralizationStudy(SagdStudy):
     title = "Zhou et al. (2020) Section C: generalization gap of SAGD against RMSprop and Adam"
     keys = GENERALIZATION_KEYS
     tables = ("summary", "overfit", "privacy")
-    compute_sources = ("engine/dialect/rng.py", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",
+    compute_sources = ("engine/dialect/rng", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",
                        "studies/sagd/common.py", "studies/sagd/generalization.py")
 
     def make_setting(self, values):

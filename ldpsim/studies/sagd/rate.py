@@ -78,7 +78,7 @@ class RateStudy(SagdStudy):
     title = "Zhou et al. (2020) Theorems 2 and 4: min_t ||grad f(w_t)||^2 against n with sigma = n^-1/3"
     keys = RATE_KEYS
     tables = ("summary", "rates", "privacy")
-    compute_sources = ("engine/dialect/rng.py", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",
+    compute_sources = ("engine/dialect/rng", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",
                        "studies/sagd/common.py", "studies/sagd/rate.py")
 
     def make_setting(self, values):

@@ -127,8 +127,8 @@ class TrajectoryStudy(Study):
     }
     warning_kinds = GAMMA_WARNING_KINDS
     # what a chunk holds: kernel.py's replication (the summaries of study.py are recomputed on --resume)
-    compute_sources = ("engine/dialect/dispatch.py", "engine/dialect/rng.py", "privacy", "models", "inference/streaming.py",
-                       "recursion", "studies/base.py", "studies/trajectory/kernel.py")
+    compute_sources = ("engine/dialect/dispatch.py", "engine/dialect/rng", "privacy", "models",
+                       "inference/streaming.py", "recursion", "studies/base.py", "studies/trajectory/kernel.py")
 
     def config_keys(self, mapping):
         return with_model_keys(self.keys, mapping)

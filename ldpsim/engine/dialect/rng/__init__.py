@@ -32,8 +32,8 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
-from .jit import DISABLED, OVERLOAD_OPTIONS, jit
-from .lanes import LaneVector, as_vector
+from ..jit import DISABLED, OVERLOAD_OPTIONS, jit
+from ..lanes import LaneVector, as_vector
 
 #: The bit generator of every replication stream.
 BIT_GENERATOR = np.random.SFC64
