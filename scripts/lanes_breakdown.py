@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 import bench  # noqa: E402  (imports ldpsim first: numba's cache directory)
 import bench_dpsgd  # noqa: E402
 import bench_online  # noqa: E402
-from ldpsim.engine.dialect import rng as R  # noqa: E402
+from ldpsim.engine.dialect.rng import lane_draws as R  # noqa: E402
 from ldpsim.engine.dialect.jit import jit  # noqa: E402
 from ldpsim.engine.dialect.lanes import LaneVector, lane_array, vector_width  # noqa: E402
 from ldpsim.engine.dialect.rng import as_generator, kernel_rngs, local_rng, normal, release_rng  # noqa: E402

@@ -24,8 +24,8 @@ import time
 import numpy as np
 from numba import njit
 
-from ldpsim.engine.dialect.rng import _normal_rest, kernel_rng, ki_double, local_rng, normal, release_rng, uniform, \
-    wi_double
+from ldpsim.engine.dialect.rng import kernel_rng, ki_double, local_rng, normal, release_rng, uniform, wi_double
+from ldpsim.engine.dialect.rng.sfc64 import _normal_rest
 
 U3, U8, U9, U11, U24, U40 = (np.uint64(k) for k in (3, 8, 9, 11, 24, 40))
 MASK8, MASK52, ONE = np.uint64(255), np.uint64((1 << 52) - 1), np.uint64(1)
