@@ -317,6 +317,19 @@ class Study(ABC):
 #: A pilot's path is at least this long (or the setting's own): long enough for the zoo's schedules and BB's blocks.
 PILOT_MIN_N = 5000
 
+#: Above this many batch-means batches their ends are not built to validate a setting (the coverage and DP-SGD
+#: studies' ``validate``).
+MANY_BATCHES = 100_000
+
+#: Columns of an interval study's ``summary`` after the varied config keys, in order (the coverage study's, and
+#: the DP-SGD study's before its own). Runs with a multivariate model add ``joint_coverage`` and
+#: ``joint_coverage_se``: the share of replications whose intervals cover every coordinate at once (the same on
+#: each coordinate's row of a method).
+STAT_COLUMNS = (
+    "method", "coord", "n", "reps", "n_failed", "coverage", "coverage_se", "length", "length_se",
+    "theta_star", "bias", "sd", "se_ratio",
+)
+
 
 def pilot_n(setting: Setting, fraction: float) -> Setting:
     """``setting`` with ``n`` scaled by ``fraction``, at least :data:`PILOT_MIN_N` (the path studies' pilots)."""
@@ -345,4 +358,4 @@ def title_of(meta: dict, keys) -> str | None:
     return f"{meta.get('name', 'run')}: {fixed}, reps = {values.get('reps', '?')}"
 
 
-__all__ = ["PILOT_MIN_N", "STEP_SECONDS", "Study", "pilot_n", "stack", "title_of"]
+__all__ = ["MANY_BATCHES", "PILOT_MIN_N", "STAT_COLUMNS", "STEP_SECONDS", "Study", "pilot_n", "stack", "title_of"]

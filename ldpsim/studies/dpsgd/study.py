@@ -36,9 +36,8 @@ from ...privacy.clt import SAMPLINGS
 from ...privacy.gdp import gdp_mu
 from ...recursion.keys import GAMMA_WARNING_KINDS, MAX_STEPS, gamma_warnings
 from ...engine.dialect.lanes import vector_width
-from ..base import Study
+from ..base import MANY_BATCHES, Study
 from ...inference.intervals import resolved
-from ..coverage.study import MANY_BATCHES
 from . import glm
 from .calibration import (BUDGETS_OF, DEFAULT_CLIP, DEFAULT_CLIP_HESSIAN, DEFAULT_METHODS, DIM, METHODS,
                           SHARE_MOMENTS, calibrate,

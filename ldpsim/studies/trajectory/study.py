@@ -37,10 +37,11 @@ from ...inference.streaming import checkpoint_grid
 from ...models import MODELS, build_model, model_class
 from ...recursion.keys import GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seconds, path_seed_key, \
     path_values, validate_path, with_model_keys
+from ...reporting.rates import rate_row
 from ...reporting.stats import mean_se
 from ..base import Study, pilot_n
 from .kernel import replication, replications, run_trajectories, squared_norms
-from .summary import rate_row, trajectory_rows
+from .summary import trajectory_rows
 from .theory import THEORIES, linearized_curves, mean_field, theory_slope
 
 #: The estimators a replication records, as ``summary.csv`` and ``rates.csv`` name them.
