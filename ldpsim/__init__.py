@@ -2,8 +2,10 @@
 
 Layers, bottom to top (each imports only the ones before it):
 
-* :mod:`ldpsim.engine`: jit options, record dispatch, seeds, config keys and
-  grids, the chunk store, the Monte Carlo driver and its backends;
+* :mod:`ldpsim.engine`: the numba dialect (:mod:`ldpsim.engine.dialect`: jit
+  options, record dispatch, lanes, seeds and draws) and the run machinery
+  (:mod:`ldpsim.engine.runs`: config keys and grids, the chunk store, the Monte
+  Carlo driver and its backends);
 * :mod:`ldpsim.privacy`: mechanisms that privatize a gradient;
 * :mod:`ldpsim.models`: privatized gradients drawn inside the kernels, and the truth;
 * :mod:`ldpsim.inference`: the streamed state of a path and the intervals built from it;
@@ -14,7 +16,7 @@ Layers, bottom to top (each imports only the ones before it):
 * :mod:`ldpsim.api` and :mod:`ldpsim.cli`: ``ldpsim.run(...)`` and ``python -m ldpsim``.
 """
 
-from .engine import jit as _jit  # noqa: F401  (fixes numba's cache directory before numba loads)
+from .engine.dialect import jit as _jit  # noqa: F401  (fixes numba's cache directory before numba loads)
 
 __version__ = "0.1.0"
 

@@ -34,12 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine.backends import LOCAL, check_backend, local_workers, resolve_backend
-from .engine.chunks import chunk_key, chunk_size
-from .engine.config import Config, check_run_memory, plain, show
+from .engine.runs.backends import LOCAL, check_backend, local_workers, resolve_backend
+from .engine.runs.chunks import chunk_key, chunk_size
+from .engine.runs.config import Config, check_run_memory, plain, show
 from .engine.errors import ConfigError
-from .engine.outdir import RunIdentity, check_path, identity_of_meta, open_output, read_meta, write_text
-from .engine.pilot import check_run_time
+from .engine.runs.outdir import RunIdentity, check_path, identity_of_meta, open_output, read_meta, write_text
+from .engine.runs.pilot import check_run_time
 from .reporting.csvio import read_csv, write_csv
 from .reporting.meta import git_commit, machine, versions
 
@@ -48,8 +48,8 @@ DEFAULT_OUT = object()
 
 
 def simulate(config: Config, **options) -> list[dict]:
-    """:func:`ldpsim.engine.driver.simulate`, loaded on a run's first call (joblib with it)."""
-    from .engine.driver import simulate as run_chunks  # lazy: import ldpsim <= 1 s (issue 41)
+    """:func:`ldpsim.engine.runs.driver.simulate`, loaded on a run's first call (joblib with it)."""
+    from .engine.runs.driver import simulate as run_chunks  # lazy: import ldpsim <= 1 s (issue 41)
 
     return run_chunks(config, **options)
 
@@ -69,7 +69,7 @@ def load_config(source=None, overrides_from: str = "overrides", **overrides) -> 
 
     Returns
     -------
-    ldpsim.engine.config.Config
+    ldpsim.engine.runs.config.Config
 
     Raises
     ------
@@ -243,7 +243,7 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "auto"
     n_jobs : int
         Parallel workers (-1: all cores). Never changes the numbers.
     backend : {'auto', 'loky', 'threading', 'dask', 'ray'}
-        Where the replications run (:mod:`ldpsim.engine.backends`): ``auto``
+        Where the replications run (:mod:`ldpsim.engine.runs.backends`): ``auto``
         runs threads for the studies whose replications are kernels that
         release the GIL, processes for the others; ``meta.json`` records
         which.
@@ -272,7 +272,7 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "auto"
         Replications a kernel call advances side by side in SIMD vectors, 1 to
         64 (default: the doubles of one vector register of this machine, 8 with
         AVX-512 and 4 with AVX2, for the studies with a lanes kernel; 1 for the
-        others). Never changes the numbers (:mod:`ldpsim.engine.lanes`).
+        others). Never changes the numbers (:mod:`ldpsim.engine.dialect.lanes`).
     **overrides
         Config keys that win over ``source``: ``reps=50``, ``n=[1e6, 1e7]``,
         ``tau=[0.5, 0.9]``.

@@ -14,9 +14,9 @@ import sys
 import warnings
 from pathlib import Path
 
-from .engine.backends import BACKENDS
+from .engine.runs.backends import BACKENDS
 from .engine.errors import ConfigError, ConfigWarning, MissingExtra
-from .engine.outdir import read_meta, write_text
+from .engine.runs.outdir import read_meta, write_text
 
 PROG = "ldpsim"
 
@@ -213,7 +213,7 @@ def _whole(text: str) -> int:
 
 
 def _fit(args) -> int:
-    from .engine.config import as_int
+    from .engine.runs.config import as_int
     from .fit import fit
     from .fit.read import NUMBER_RULE, parse_number
 
@@ -240,7 +240,7 @@ def _fit(args) -> int:
     except ValueError:
         raise ConfigError(f"max_steps = {args.max_steps!r} is not {NUMBER_RULE}") from None
     max_steps = as_int("max_steps", steps)
-    from .engine.interrupt import in_worker_thread
+    from .engine.dialect.interrupt import in_worker_thread
 
     # in a worker thread: the path's kernel polls the stop flag, and the main thread stays free for Ctrl-C (a path
     # of --max-steps 1e10 ignored it for minutes)
@@ -280,7 +280,7 @@ def _overrides(args) -> dict:
 
 def _assignments(items) -> dict:
     """``--set`` arguments as a mapping; a key set twice is refused (which one was meant?)."""
-    from .engine.config import parse_assignment, show
+    from .engine.runs.config import parse_assignment, show
 
     overrides = {}
     for item in items:
@@ -383,9 +383,9 @@ def _compare(args) -> int:
 def _trace(args) -> int:
     import numpy as np
 
-    from .engine.interrupt import in_worker_thread
-    from .engine.outdir import RunIdentity, open_output
-    from .engine.resources import check_time
+    from .engine.dialect.interrupt import in_worker_thread
+    from .engine.runs.outdir import RunIdentity, open_output
+    from .engine.runs.resources import check_time
     from .recursion.keys import path_seconds
     from .studies.coverage.trace import (check_trace_keys, compute_trace, figure_class, load_trace, write_trace,
                                          write_trace_meta)
@@ -411,7 +411,7 @@ def _trace(args) -> int:
         try:
             if not handle.holds_this_run:
                 write_trace_meta(config, handle.path, identity, command)  # which run, before the path runs
-            result = in_worker_thread(compute_trace, config)  # Ctrl-C stops the path (ldpsim.engine.interrupt)
+            result = in_worker_thread(compute_trace, config)  # Ctrl-C stops the path (ldpsim.engine.dialect.interrupt)
             write_trace(result, handle.path, command=command)
         except BaseException as exc:
             handle.discard()
@@ -434,8 +434,8 @@ def _keys(args) -> int:
     """The keys a model reads besides the common path keys, with their defaults and what they allow."""
     from tabulate import tabulate
 
-    from .engine.config import show
-    from .engine.usercode import shown
+    from .engine.runs.config import show
+    from .engine.runs.usercode import shown
     from .models import canonical_model, model_class
     from .recursion.keys import PATH_KEYS, with_model_keys
     from .reporting.papers import cite
@@ -472,7 +472,7 @@ def _keys(args) -> int:
 
 def _audit(args) -> int:
     """Audit a user's mechanism through its registered noise function; exit 1 if the audit refutes its claim."""
-    from .engine.config import as_float, as_int
+    from .engine.runs.config import as_float, as_int
     from .privacy.user_audit import audit_mechanism
 
     bounds = [as_float("--bounds", b) for b in str(args.bounds).split(",")]
@@ -485,7 +485,7 @@ def _audit(args) -> int:
 
 def _config_model(path) -> dict:
     """``{"model": ...}`` of a config file (a user's model declares keys that ``--set`` may give), or ``{}``."""
-    from .engine.config import load_yaml
+    from .engine.runs.config import load_yaml
     from .studies import anchor_user_files
 
     try:
@@ -518,9 +518,9 @@ def _kernels(args) -> int:
     from tabulate import tabulate
 
     from .api import load_config
-    from .engine import compiling, usercode
-    from .engine.backends import local_workers
-    from .engine.jit import DISABLED
+    from .engine.runs import compiling, usercode
+    from .engine.runs.backends import local_workers
+    from .engine.dialect.jit import DISABLED
 
     config = load_config(args.config, overrides_from="--set", **_overrides(args))
     if DISABLED:

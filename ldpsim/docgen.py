@@ -17,7 +17,7 @@ generated from the code so that they cannot drift.
     ...
     <!-- /keys -->   (the closing marker names the block's kind: <!-- /studies -->, <!-- /cli -->, ...)
 
-Each key's row comes from its declaration in the study (:class:`ldpsim.engine.config.Key`):
+Each key's row comes from its declaration in the study (:class:`ldpsim.engine.runs.config.Key`):
 name, default, allowed values (its choices or range, as the one-line errors
 say them), whether a list makes a grid axis, and its help line. A key added
 to a study (``epsilon`` of dpsgd, say) appears in its table at the next
@@ -40,7 +40,7 @@ import re
 import sys
 from pathlib import Path
 
-from .engine.config import RUN_KEYS, Key
+from .engine.runs.config import RUN_KEYS, Key
 from .reporting.papers import PAPERS, cite
 from .studies import DEFAULT_STUDY, STUDIES
 

@@ -54,9 +54,9 @@ deprecation period of one release):
 
 from __future__ import annotations
 
-from .engine.jit import dual
-from .engine.lanes import all_lanes, any_lane, lane_array, lnot, where
-from .engine.rng import exponential, exponential_where, normal, normal_where, uniform, uniform_where
+from .engine.dialect.jit import dual
+from .engine.dialect.lanes import all_lanes, any_lane, lane_array, lnot, where
+from .engine.dialect.rng import exponential, exponential_where, normal, normal_where, uniform, uniform_where
 from .inference.critical_values import normal_quantile
 from .inference.user_methods import IntervalMethod, add_iterate, register_update
 from .models.base import Model, constrain, observe, register_scalar, register_vector

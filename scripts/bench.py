@@ -5,10 +5,10 @@ Prints, from one process, medians over ``--repeats`` interleaved repetitions
 
 1. the kernel's cost per replication-step (:func:`ldpsim.recursion.kernels.run_paths_lanes`,
    quantile model at tau = 0.5, epsilon = 1, all inference state on), at one lane and at the
-   default lanes (:func:`ldpsim.engine.lanes.vector_width` replications side by side);
+   default lanes (:func:`ldpsim.engine.dialect.lanes.vector_width` replications side by side);
 2. two RNG floors, jitted loops drawing the kernel's random numbers (one
    normal, one uniform a step) and nothing else, from the same function:
-   the *new* floor through ``ldpsim.engine.rng`` on ``kernel_rngs(gens)`` (the
+   the *new* floor through ``ldpsim.engine.dialect.rng`` on ``kernel_rngs(gens)`` (the
    inlined SFC64 the kernels use), at the same lanes as the kernel it is the
    floor of, the *old* floor through numba's ``Generator`` (a call through the
    bit generator's function pointer per draw, which is how the kernels drew
@@ -62,10 +62,10 @@ from pathlib import Path
 import numpy as np
 
 import ldpsim
-from ldpsim.engine.jit import jit  # imports ldpsim first: fixes numba's cache directory
-from ldpsim.engine import rng as ldpsim_rng
-from ldpsim.engine.lanes import any_lane, lane_array, vector_width
-from ldpsim.engine.rng import exponential, kernel_rngs, local_rng, normal, normal_where, release_rng, uniform
+from ldpsim.engine.dialect.jit import jit  # imports ldpsim first: fixes numba's cache directory
+from ldpsim.engine.dialect import rng as ldpsim_rng
+from ldpsim.engine.dialect.lanes import any_lane, lane_array, vector_width
+from ldpsim.engine.dialect.rng import exponential, kernel_rngs, local_rng, normal, normal_where, release_rng, uniform
 from ldpsim.models import QuantileModel, QuantileRegressionModel
 from ldpsim.recursion.kernels import run_paths_lanes
 from ldpsim.inference.streaming import StreamLayout

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ldpsim.engine.jit import jit
-from ldpsim.engine.lanes import lane_array
-from ldpsim.engine.rng import as_generator, kernel_rngs, local_rng, normal, release_rng, uniform
+from ldpsim.engine.dialect.jit import jit
+from ldpsim.engine.dialect.lanes import lane_array
+from ldpsim.engine.dialect.rng import as_generator, kernel_rngs, local_rng, normal, release_rng, uniform
 from ldpsim.inference.streaming import StreamLayout
 from ldpsim.studies.dpsgd.kernel import draw_data, run_dpsgd, run_dpsgd_lanes
 from ldpsim.studies.dpsgd.study import default_lanes

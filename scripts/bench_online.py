@@ -4,12 +4,12 @@ The trajectory kernel (:func:`ldpsim.studies.trajectory.kernel.run_trajectory`)
 on the Mallows-weighted Huber regression with joint scale, ``dim = 10``
 (``p = 12`` parameters), mu = 1 GDP, ``eta_i = 0.2 i^-1/2``, one checkpoint;
 and its RNG floor: a jitted loop that draws what a step draws, in the
-kernel's order, through the same :mod:`ldpsim.engine.rng` functions on
+kernel's order, through the same :mod:`ldpsim.engine.dialect.rng` functions on
 ``kernel_rng(gen)``, and nothing else: 10 normals (``z``), one normal (the
 error), 12 normals (the noise). The same with per-user budgets
 ``mu_i ~ U(1, 2)`` (one more uniform a step, before the noise). Both at one
 lane and at the study's default lanes (replications side by side,
-:mod:`ldpsim.engine.lanes`), the floor drawn with the same lanes, in ns per
+:mod:`ldpsim.engine.dialect.lanes`), the floor drawn with the same lanes, in ns per
 replication-step. Kernel and floor are timed interleaved, medians of
 ``repeats`` runs; a sanity check requires that floor and kernel leave the
 generator in the same state.
@@ -28,9 +28,9 @@ import time
 
 import numpy as np
 
-from ldpsim.engine.jit import jit  # imports ldpsim first: fixes numba's cache directory
-from ldpsim.engine.lanes import lane_array, vector_width
-from ldpsim.engine.rng import as_generator, kernel_rngs, local_rng, normal, release_rng, uniform
+from ldpsim.engine.dialect.jit import jit  # imports ldpsim first: fixes numba's cache directory
+from ldpsim.engine.dialect.lanes import lane_array, vector_width
+from ldpsim.engine.dialect.rng import as_generator, kernel_rngs, local_rng, normal, release_rng, uniform
 from ldpsim.models import MODELS
 from ldpsim.studies.trajectory.kernel import run_trajectories
 
@@ -94,7 +94,7 @@ def _time(func, *args) -> float:
 def bench(repeats: int = 5, n: int = 1_000_000, widths=None) -> dict:
     """Median ns per replication-step of the d = 10 Huber kernel and its RNG floor, per lane width.
 
-    ``widths``: 1 and the default (:func:`~ldpsim.engine.lanes.vector_width`).
+    ``widths``: 1 and the default (:func:`~ldpsim.engine.dialect.lanes.vector_width`).
     The ratio is the median over repeats of each kernel run's time over the
     floor run that follows it (on a shared machine, more robust than the
     ratio of the medians).

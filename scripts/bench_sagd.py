@@ -30,9 +30,9 @@ import time
 
 import numpy as np
 
-from ldpsim.engine.jit import jit  # imports ldpsim first: fixes numba's cache directory
-from ldpsim.engine.interrupt import FLAG, poll_mask
-from ldpsim.engine.rng import as_generator, exponential, kernel_rng, local_rng, normal, release_rng, uniform
+from ldpsim.engine.dialect.jit import jit  # imports ldpsim first: fixes numba's cache directory
+from ldpsim.engine.dialect.interrupt import FLAG, poll_mask
+from ldpsim.engine.dialect.rng import as_generator, exponential, kernel_rng, local_rng, normal, release_rng, uniform
 from ldpsim.models.erm import ErmModel
 from ldpsim.studies.sagd.kernel import LAP, N_STATS, PathParams, draw_data, run_path
 

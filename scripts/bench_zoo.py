@@ -25,9 +25,9 @@ import time
 
 import numpy as np
 
-from ldpsim.engine.jit import jit
-from ldpsim.engine.lanes import lane_array, vector_width
-from ldpsim.engine.rng import exponential, kernel_rngs, local_rng, normal, release_rng, uniform
+from ldpsim.engine.dialect.jit import jit
+from ldpsim.engine.dialect.lanes import lane_array, vector_width
+from ldpsim.engine.dialect.rng import exponential, kernel_rngs, local_rng, normal, release_rng, uniform
 from ldpsim.inference.streaming import StreamLayout
 from ldpsim.inference.methods import ZOO_METHODS
 from ldpsim.inference.zoo import HiGradLayout, HulCLayout, OBMLayout

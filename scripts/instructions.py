@@ -64,7 +64,7 @@ def run(name: str, n: int) -> float:
     import numpy as np
 
     import bench_dpsgd as bd
-    from ldpsim.engine.rng import as_generator, kernel_lanes
+    from ldpsim.engine.dialect.rng import as_generator, kernel_lanes
     from ldpsim.inference.streaming import StreamLayout
     lanes = int(name[5])
     gens = [as_generator(j) for j in range(lanes)]

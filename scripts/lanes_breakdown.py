@@ -3,7 +3,7 @@
 Each line is ns per replication-step, the minimum over ``--repeats`` interleaved
 runs in this process (the machine's drift moves every part alike):
 
-* the vector normal draw (:func:`ldpsim.engine.rng.normal` on ``L`` lanes) as
+* the vector normal draw (:func:`ldpsim.engine.dialect.rng.normal` on ``L`` lanes) as
   the kernels draw it, beside the same draw without numpy's slow path (the
   layer test decides nothing: not numpy's stream, the cost of the branch and
   the out-of-line redraws), without the ``k`` table (no layer test at all),
@@ -40,10 +40,10 @@ sys.path.insert(0, str(HERE))
 import bench  # noqa: E402  (imports ldpsim first: numba's cache directory)
 import bench_dpsgd  # noqa: E402
 import bench_online  # noqa: E402
-from ldpsim.engine import rng as R  # noqa: E402
-from ldpsim.engine.jit import jit  # noqa: E402
-from ldpsim.engine.lanes import LaneVector, lane_array, vector_width  # noqa: E402
-from ldpsim.engine.rng import as_generator, kernel_rngs, local_rng, normal, release_rng  # noqa: E402
+from ldpsim.engine.dialect.rng import lane_draws as R  # noqa: E402
+from ldpsim.engine.dialect.jit import jit  # noqa: E402
+from ldpsim.engine.dialect.lanes import LaneVector, lane_array, vector_width  # noqa: E402
+from ldpsim.engine.dialect.rng import as_generator, kernel_rngs, local_rng, normal, release_rng  # noqa: E402
 from ldpsim.inference.streaming import StreamLayout  # noqa: E402
 from ldpsim.recursion.kernels import run_paths_lanes  # noqa: E402
 from ldpsim.studies.dpsgd.kernel import draw_data, run_dpsgd_lanes  # noqa: E402

@@ -20,7 +20,7 @@ import argparse
 import numpy as np
 from scipy import special
 
-from ldpsim.engine.rng import as_generator
+from ldpsim.engine.dialect.rng import as_generator
 from ldpsim.inference.streaming import StreamLayout
 from ldpsim.studies.dpsgd.kernel import draw_data, run_dpsgd_twin
 

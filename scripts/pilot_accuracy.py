@@ -1,7 +1,7 @@
 """The run-time estimate against the real wall time: one run of about 20 s per study.
 
 For each run: the static model's estimate (steps times a per-step cost measured
-once on a laptop), the pilot's (ldpsim.engine.pilot: the run's own kernels on a
+once on a laptop), the pilot's (ldpsim.engine.runs.pilot: the run's own kernels on a
 smaller copy of each class of settings, scaled by the static model), the pilot's
 own seconds, and the run's wall time on the same workers (kernels compiled
 beforehand, so that compilation is in neither). The pilot is asked to be
@@ -19,9 +19,9 @@ import warnings
 from pathlib import Path
 
 import ldpsim
-from ldpsim.engine import pilot
+from ldpsim.engine.runs import pilot
 from ldpsim.engine.errors import ConfigWarning
-from ldpsim.engine.resources import check_time
+from ldpsim.engine.runs.resources import check_time
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from ldpsim import studies as cfg
-from ldpsim.engine.chunks import chunk_key, chunk_size, concatenate, load_chunk
+from ldpsim.engine.runs.chunks import chunk_key, chunk_size, concatenate, load_chunk
 from ldpsim.reporting.csvio import write_csv
 
 

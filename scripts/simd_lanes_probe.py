@@ -13,7 +13,7 @@ Measured on the idle 2-core EPYC VM (load 0.9, 2026-11-24): bit-identical;
 floor. LLVM vectorises the SFC64 arithmetic but loads the ziggurat tables
 element by element (no gather) and keeps the state in memory, so the draws
 get slower, not faster; a lanes kernel would need its draws written as LLVM
-vector code (as engine/rng.py writes the scalar draws) to gain.
+vector code (as engine/dialect/rng/ writes the scalar draws) to gain.
 
     python scripts/simd_lanes_probe.py [L]
 """
@@ -24,8 +24,8 @@ import time
 import numpy as np
 from numba import njit
 
-from ldpsim.engine.rng import _normal_rest, kernel_rng, ki_double, local_rng, normal, release_rng, uniform, \
-    wi_double
+from ldpsim.engine.dialect.rng import kernel_rng, ki_double, local_rng, normal, release_rng, uniform, wi_double
+from ldpsim.engine.dialect.rng.sfc64 import _normal_rest
 
 U3, U8, U9, U11, U24, U40 = (np.uint64(k) for k in (3, 8, 9, 11, 24, 40))
 MASK8, MASK52, ONE = np.uint64(255), np.uint64((1 << 52) - 1), np.uint64(1)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ldpsim
-from ldpsim.engine import chunks as store
+from ldpsim.engine.runs import chunks as store
 from ldpsim.engine.errors import ConfigError
 from ldpsim.studies import STUDIES, resolve
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ldpsim.engine.rng import as_generator, kernel_rng
+from ldpsim.engine.dialect.rng import as_generator, kernel_rng
 from ldpsim.privacy.audit import (
     AdditiveProbe,
     AuditCase,

@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from ldpsim.engine import backends
-from ldpsim.engine.backends import BackendError
+from ldpsim.engine.runs import backends
+from ldpsim.engine.runs.backends import BackendError
 from ldpsim.cli import main
-from ldpsim.engine.driver import _chunk_task
-from ldpsim.engine.chunks import code_identity
+from ldpsim.engine.runs.driver import _chunk_task
+from ldpsim.engine.runs.chunks import code_identity
 
 from run_helpers import TINY, cli, one_line_error
 
@@ -41,7 +41,7 @@ def loky_summary(small_yaml, tmp_path):
 
 def test_dask_scheduler_gives_loky_bytes_and_resumes(small_yaml, tmp_path, monkeypatch, loky_summary):
     distributed = pytest.importorskip("distributed")
-    monkeypatch.setattr("ldpsim.engine.chunks.MAX_CHUNK_REPS", 2)  # three chunks (tasks) per setting
+    monkeypatch.setattr("ldpsim.engine.runs.chunks.MAX_CHUNK_REPS", 2)  # three chunks (tasks) per setting
     out = tmp_path / "dask"
     run = ["run", str(small_yaml), "--out", str(out), "--quiet", "--backend", "dask"]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
@@ -77,7 +77,7 @@ def test_dask_alone_starts_and_closes_a_local_cluster(small_yaml, tmp_path, loky
 def test_ray_gives_loky_bytes(small_yaml, tmp_path, loky_summary, monkeypatch):
     pytest.importorskip("ray.util.joblib")
     monkeypatch.delenv("RAY_ADDRESS", raising=False)  # a private local instance
-    monkeypatch.setattr("ldpsim.engine.chunks.MAX_CHUNK_REPS", 2)  # six tasks: more than one wave of four
+    monkeypatch.setattr("ldpsim.engine.runs.chunks.MAX_CHUNK_REPS", 2)  # six tasks: more than one wave of four
     out = tmp_path / "ray"
     assert main(["run", str(small_yaml), "--out", str(out), "--quiet", "--backend", "ray", "--n-jobs", "2"]) == 0
     assert (out / "summary.csv").read_bytes() == loky_summary

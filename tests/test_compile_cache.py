@@ -1,4 +1,4 @@
-"""numba's cache keyed on the sources each kernel compiles (ldpsim.engine.numba_cache).
+"""numba's cache keyed on the sources each kernel compiles (ldpsim.engine.dialect.numba_cache).
 
 Each test works on a copy of the package, with a cache folder of its own, and
 runs kernels in fresh processes: it edits a file of the copy and checks what
@@ -128,7 +128,7 @@ def test_an_edit_of_a_model_recompiles_that_models_kernels_only(copy):
 
 def test_the_sources_of_a_function_are_its_file_and_where_its_constants_and_modules_come_from():
     """``RATIO_CHUNK`` and ``FIRST_FILL`` of recursion/steps.py are frozen into the kernel of recursion/kernels.py."""
-    from ldpsim.engine.numba_cache import note_function, recording
+    from ldpsim.engine.dialect.numba_cache import note_function, recording
     from ldpsim.recursion import kernels
 
     with recording() as frame:
@@ -145,7 +145,7 @@ def test_the_sources_of_a_function_are_its_file_and_where_its_constants_and_modu
 def test_the_plan_lists_a_runs_kernels_without_compiling_any():
     from numba.core import event
 
-    from ldpsim.engine import compiling
+    from ldpsim.engine.runs import compiling
 
     config = ldpsim.load_config({"model": "quantile", "n": 2000, "reps": 2, "epsilon": [1, "inf"],
                                  "methods": ["BM", "HulC", "OBM"]})
@@ -211,7 +211,7 @@ def test_the_jit_options_are_part_of_a_cache_entrys_key():
 
 
 def test_a_kernel_only_function_is_refused_from_python_not_crashed():
-    from ldpsim.engine.jit import DISABLED, jit
+    from ldpsim.engine.dialect.jit import DISABLED, jit
 
     inner = jit(kernel_only=True)(_twice)
     outer = jit(lambda x: inner(x) + 1.0)

@@ -13,7 +13,7 @@ import pytest
 import ldpsim
 from ldpsim import studies as cfg
 from ldpsim.cli import main
-from ldpsim.engine.config import RUN_KEYS, parse_assignment
+from ldpsim.engine.runs.config import RUN_KEYS, parse_assignment
 from ldpsim.engine.errors import ConfigError, ConfigWarning
 from ldpsim.studies.coverage import CoverageStudy
 from ldpsim.studies.coverage.study import min_bootstrap_draws, stream_layout
@@ -381,7 +381,7 @@ def test_a_yaml_alias_bomb_is_refused_before_it_is_walked(tmp_path, capsys):
     assert main(["check", str(tmp_path / "c.yaml")]) == 2
     assert time.monotonic() - start < 30  # (not a speed assertion: the walk never ended)
     assert re.search(r"c\.yaml' expands to more than 100000 values \(YAML aliases", one_error_line(capsys))
-    from ldpsim.engine.config import parse_assignment
+    from ldpsim.engine.runs.config import parse_assignment
 
     with pytest.raises(ConfigError, match=r"^--set epsilon=\.\.\. expands to more than"):  # 201 uses of 1000
         parse_assignment("epsilon=" + "[" + ", ".join(["&b [" + ", ".join(["1"] * 1000) + "]"] + ["*b"] * 200) + "]")

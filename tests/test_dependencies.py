@@ -28,7 +28,7 @@ def private_imports(path: Path) -> list[str]:
 
 
 def test_no_private_module_of_another_package_is_imported():
-    # numba.np.random._constants (the ziggurat tables) was the one; ldpsim/engine/rng.py computes them now
+    # numba.np.random._constants (the ziggurat tables) was the one; engine/dialect/rng/ziggurat.py computes them now
     files = sorted((ROOT / "ldpsim").rglob("*.py")) + sorted((ROOT / "scripts").glob("*.py"))
     assert len(files) > 50
     assert [hit for f in files for hit in private_imports(f)] == []

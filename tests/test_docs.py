@@ -8,7 +8,7 @@ import pytest
 
 import ldpsim
 from ldpsim import docgen
-from ldpsim.engine.config import Key, Range
+from ldpsim.engine.runs.config import Key, Range
 from ldpsim.inference.methods import ZOO_METHODS, Method
 from ldpsim.inference.methods.docs import registry_table
 from ldpsim.inference.zoo import HiGradLayout

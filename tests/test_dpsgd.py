@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ldpsim
-from ldpsim.engine.rng import as_generator
+from ldpsim.engine.dialect.rng import as_generator
 from ldpsim.inference import dpsgd as dpi
 from ldpsim.inference.critical_values import random_scaling_critical_value
 from ldpsim.inference.intervals import normal_quantile

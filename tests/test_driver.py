@@ -12,12 +12,12 @@ import pytest
 import ldpsim
 from ldpsim import studies as cfg
 from ldpsim.engine.errors import ConfigWarning
-from ldpsim.engine.driver import simulate
+from ldpsim.engine.runs.driver import simulate
 from ldpsim.studies.coverage import CoverageStudy
 from ldpsim.studies.coverage.study import RESOLVED_ULPS, resolved
 
 from ldpsim.api import run as run_experiment
-from ldpsim.engine.backends import resolve_backend
+from ldpsim.engine.runs.backends import resolve_backend
 from ldpsim.reporting.csvio import read_csv
 from ldpsim.studies import STUDIES
 from ldpsim.studies.coverage.summary import summarize
@@ -76,7 +76,7 @@ def test_inference_keys_share_paths(tiny_mapping):
 
 
 def test_resume_reuses_saved_chunks_and_gives_same_summary(tiny_mapping, tmp_path, monkeypatch):
-    monkeypatch.setattr("ldpsim.engine.chunks.MAX_CHUNK_REPS", 4)  # several chunks per setting
+    monkeypatch.setattr("ldpsim.engine.runs.chunks.MAX_CHUNK_REPS", 4)  # several chunks per setting
     config = cfg.resolve({**tiny_mapping, "reps": 12})
     full = tmp_path / "full"
     run_experiment(config, out=full, name="t", n_jobs=1, progress=False)

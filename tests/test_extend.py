@@ -26,7 +26,7 @@ import pytest
 import ldpsim
 from ldpsim.api import load_config
 from ldpsim.cli import main
-from ldpsim.engine import usercode
+from ldpsim.engine.runs import usercode
 from ldpsim.engine.errors import ConfigError
 from ldpsim.models import MODELS, build_model, canonical_model, model_class
 from ldpsim.models.truth import Z_CHECK, raw_sums, truth_of

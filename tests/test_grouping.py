@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ldpsim.engine.driver import simulate
-from ldpsim.engine.rng import as_generator
+from ldpsim.engine.runs.driver import simulate
+from ldpsim.engine.dialect.rng import as_generator
 from ldpsim.inference.streaming import StreamLayout
 from ldpsim.models import MODELS
 from ldpsim.recursion.kernels import run_path, run_paths
@@ -82,7 +82,7 @@ def test_grouped_run_gives_the_ungrouped_summary(tmp_path, monkeypatch):
 def test_resume_with_part_of_a_group_saved(tmp_path, monkeypatch):
     import ldpsim
 
-    monkeypatch.setattr("ldpsim.engine.chunks.MAX_CHUNK_REPS", 3)  # two ranges of replications
+    monkeypatch.setattr("ldpsim.engine.runs.chunks.MAX_CHUNK_REPS", 3)  # two ranges of replications
     mapping = {"model": "quantile", "n": 20_000, "reps": 6, "seed": 4, "B": 100, "beta": [0.6, 0.7, 0.8]}
     full = ldpsim.run(mapping, out=tmp_path / "full", n_jobs=1, progress=False)
     part = tmp_path / "part"

@@ -26,7 +26,7 @@ def _modules_after(statement: str) -> set[str]:
 
 def test_import_ldpsim_leaves_out_what_only_a_run_needs():
     loaded = _modules_after("import ldpsim")
-    assert "numba" in loaded  # ldpsim.engine.jit imports it first, with its cache folder set
+    assert "numba" in loaded  # ldpsim.engine.dialect.jit imports it first, with its cache folder set
     assert [name for name in NOT_AT_IMPORT if name in loaded] == []
 
 

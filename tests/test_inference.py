@@ -175,7 +175,7 @@ def test_joint_interval_covers_all_coordinates_at_the_level(rng):
 
 def test_uniform_multipliers_are_numpys_uniform_bit_for_bit():
     # draw_multipliers computes numpy's uniform(-sqrt 3, sqrt 3) from random(): same numbers, same state after
-    from ldpsim.engine.rng import as_generator
+    from ldpsim.engine.dialect.rng import as_generator
 
     a, b = as_generator(5), as_generator(5)
     got = inference.draw_multipliers(a, "uniform", (300, 77))

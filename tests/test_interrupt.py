@@ -17,9 +17,9 @@ import time
 import numpy as np
 import pytest
 
-from ldpsim.engine import interrupt
-from ldpsim.engine.config import ConfigError
-from ldpsim.engine.rng import as_generator
+from ldpsim.engine.dialect import interrupt
+from ldpsim.engine.runs.config import ConfigError
+from ldpsim.engine.dialect.rng import as_generator
 
 from run_helpers import ROOT, TINY, api_run, checked_cli, cli, online_model, write
 
@@ -219,7 +219,7 @@ def test_a_stop_asked_of_an_earlier_run_does_not_stop_the_next(tmp_path):
 
 
 def test_a_long_compilation_is_said_with_its_elapsed_time(monkeypatch):
-    from ldpsim.engine import interrupt
+    from ldpsim.engine.dialect import interrupt
 
     monkeypatch.setattr(interrupt, "COMPILE_NOTICE", 0.2)
     monkeypatch.setattr(interrupt, "COMPILE_REMINDER", 0.3)
@@ -234,7 +234,7 @@ def test_a_long_compilation_is_said_with_its_elapsed_time(monkeypatch):
 
 
 def test_an_error_while_compiling_reaches_the_caller():
-    from ldpsim.engine import interrupt
+    from ldpsim.engine.dialect import interrupt
 
     def fails():
         raise ConfigError("a user's model does not compile")
@@ -250,7 +250,7 @@ def test_a_signal_during_compilation_stops_the_wait_within_a_second():
     import signal
     import threading
 
-    from ldpsim.engine import interrupt
+    from ldpsim.engine.dialect import interrupt
 
     class Stop(KeyboardInterrupt):
         pass

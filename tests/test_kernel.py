@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from ldpsim.engine.rng import as_generator
+from ldpsim.engine.dialect.rng import as_generator
 from ldpsim.models import QuantileModel
-from ldpsim.engine.jit import jit
+from ldpsim.engine.dialect.jit import jit
 from ldpsim.recursion.kernels import (EXACT_STEPS_BELOW, FIRST_FILL, RATIO_CHUNK, buffered_step_size, fill_step_ratios,
                                      run_path, step_ratio_coefficients)
 from ldpsim.inference.streaming import StreamLayout, batch_ends, floor_power

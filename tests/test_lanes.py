@@ -18,11 +18,11 @@ import pytest
 import yaml
 
 import ldpsim
-from ldpsim.engine import lanes as L
-from ldpsim.engine.jit import jit
-from ldpsim.engine.lanes import lnot, where
+from ldpsim.engine.dialect import lanes as L
+from ldpsim.engine.dialect.jit import jit
+from ldpsim.engine.dialect.lanes import lnot, where
 from ldpsim.inference.methods import ZOO_METHODS
-from ldpsim.engine.rng import exponential, kernel_rngs, local_rng, normal, normal_where, release_rng, \
+from ldpsim.engine.dialect.rng import exponential, kernel_rngs, local_rng, normal, normal_where, release_rng, \
     uniform, uniform_where
 from ldpsim.inference.streaming import StreamLayout
 from ldpsim.models import MODELS, MeanModel, QuantileModel, QuantileRegressionModel

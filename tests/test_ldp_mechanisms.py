@@ -27,7 +27,7 @@ import pytest
 from scipy import integrate, stats
 
 import ldpsim
-from ldpsim.engine.rng import kernel_rng, local_rng, release_rng
+from ldpsim.engine.dialect.rng import kernel_rng, local_rng, release_rng
 from ldpsim.models import truth as truth_module
 from ldpsim.models.linear import LinearModel
 from ldpsim.models.mean import MeanModel

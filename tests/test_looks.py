@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import ldpsim
-from ldpsim.engine.config import ConfigError
-from ldpsim.engine.rng import as_generator
+from ldpsim.engine.runs.config import ConfigError
+from ldpsim.engine.dialect.rng import as_generator
 from ldpsim.inference import intervals as inference
 from ldpsim.inference.streaming import PathState, StreamLayout
 from ldpsim.studies import STUDIES

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import ldpsim
-from ldpsim.engine.config import ConfigError
-from ldpsim.engine.rng import as_generator
+from ldpsim.engine.runs.config import ConfigError
+from ldpsim.engine.dialect.rng import as_generator
 from ldpsim.inference import nprr_cs as cs
 from ldpsim.inference.methods.nprr import release_reference
 from ldpsim.models.mean import MeanModel

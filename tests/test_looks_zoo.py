@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ldpsim
-from ldpsim.engine.config import ConfigError
+from ldpsim.engine.runs.config import ConfigError
 from ldpsim.studies import STUDIES
 from ldpsim.studies.coverage.looks import look_grid
 

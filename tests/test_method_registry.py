@@ -85,7 +85,7 @@ def test_every_method_a_figure_draws_has_its_style():
 
 def test_a_key_is_declared_once():
     with pytest.raises(ValueError, match="key 'level' is declared twice"):
-        from ldpsim.engine.config import Key
+        from ldpsim.engine.runs.config import Key
 
         REGISTRY["__a"] = Method("__a", "a", studies={"coverage": 1}, keys=(Key("level", "float", 0.5),))
         try:

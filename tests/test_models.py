@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ldpsim.engine.jit import jit
+from ldpsim.engine.dialect.jit import jit
 from ldpsim.privacy.mechanisms import RandomizedResponse, randomized_response
 from ldpsim.models import QuantileModel
 from ldpsim.models.base import privatized_gradient

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from ldpsim.studies import resolve
-from ldpsim.engine.driver import simulate
-from ldpsim.engine.rng import as_generator
+from ldpsim.engine.runs.driver import simulate
+from ldpsim.engine.dialect.rng import as_generator
 from ldpsim.models import MODELS, add_privatized_gradient, privatized_gradient
 from ldpsim.recursion.kernels import EXACT_STEPS_BELOW, run_path
 from ldpsim.inference.streaming import StreamLayout

@@ -17,7 +17,7 @@ from scipy import integrate, stats
 
 import ldpsim
 from ldpsim.engine.errors import ConfigError
-from ldpsim.engine.rng import as_generator, kernel_rng
+from ldpsim.engine.dialect.rng import as_generator, kernel_rng
 from ldpsim.models import MODELS, add_privatized_gradient
 from ldpsim.models.design import GaussianDesign, mallows_weight
 from ldpsim.models.huber import HUBER_C, huber_gradient_parts, huber_kappa, huber_sensitivity

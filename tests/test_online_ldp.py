@@ -17,7 +17,7 @@ import pytest
 
 import ldpsim
 from ldpsim.engine.errors import ConfigError
-from ldpsim.engine.rng import kernel_rng, local_rng, release_rng
+from ldpsim.engine.dialect.rng import kernel_rng, local_rng, release_rng
 from ldpsim.models import MODELS, add_gradient_at
 from ldpsim.privacy.mechanisms import LDP_MECHANISMS
 from ldpsim.privacy.mechanisms.duchi import duchi_bound, DuchiL2, l2_constant

@@ -188,7 +188,7 @@ def test_a_read_only_file_system_is_found_before_any_work(tmp_path, capsys, monk
     def read_only(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system")
 
-    monkeypatch.setattr("ldpsim.engine.outdir.tempfile.mkstemp", read_only)
+    monkeypatch.setattr("ldpsim.engine.runs.outdir.tempfile.mkstemp", read_only)
     monkeypatch.setattr("ldpsim.api.simulate", lambda *a, **k: pytest.fail("the simulation started"))
     status, _, err = cli(capsys, "run", tmp_path / "c.yaml", "--out", tmp_path / "ro", "--quiet")
     one_line_error(status, err, f"out = '{tmp_path / 'ro'}' is not writable: Read-only file system")
@@ -210,7 +210,7 @@ def test_a_full_disk_during_the_run_is_one_line(tmp_path, capsys, monkeypatch):
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("ldpsim.engine.chunks.np.savez", full)
+    monkeypatch.setattr("ldpsim.engine.runs.chunks.np.savez", full)
     status, _, err = cli(capsys, "run", tmp_path / "c.yaml", "--out", tmp_path / "o", "--quiet", "--n-jobs", "1")
     one_line_error(status, err, f"out = '{tmp_path / 'o'}': cannot write", "No space left on device")
     assert not (tmp_path / "o").exists()  # it made the directory and saved nothing: removed again

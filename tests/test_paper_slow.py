@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ldpsim import studies as cfg
-from ldpsim.engine.driver import simulate
+from ldpsim.engine.runs.driver import simulate
 from ldpsim.models import QuantileModel
 from ldpsim.reporting.reference import compare
 from ldpsim.studies.coverage.summary import summarize

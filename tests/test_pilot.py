@@ -7,7 +7,7 @@ import pytest
 
 import ldpsim
 from ldpsim.cli import main
-from ldpsim.engine.config import ConfigError
+from ldpsim.engine.runs.config import ConfigError
 
 from run_helpers import ROOT, api_run, checked_cli, no_work, one_error_line, one_line_error_after_warnings, write
 
@@ -94,7 +94,7 @@ def test_a_zoo_config_far_beyond_the_limit_is_refused_without_allow_long(tmp_pat
 def test_the_time_check_pilots_only_where_the_static_model_cannot_decide(monkeypatch):
     # a run of about 23 hours was refused as "about 14 days" (the static model, 6-23 times too high for some
     # studies, 14-49 times too low for the zoo): between 1/100 and 100 times the limit a pilot decides
-    from ldpsim.engine import pilot
+    from ldpsim.engine.runs import pilot
 
     def no_pilot(*args, **kwargs):
         raise AssertionError("piloted")
@@ -118,7 +118,7 @@ def test_the_time_check_pilots_only_where_the_static_model_cannot_decide(monkeyp
 
 
 def test_the_pilot_fits_a_line_through_two_sizes_and_times_the_first_group_apart(monkeypatch):
-    from ldpsim.engine import pilot
+    from ldpsim.engine.runs import pilot
 
     config = ldpsim.load_config({"model": "quantile", "n": 1e7, "reps": 100})
     study, (setting,) = config.study, config.settings
@@ -143,7 +143,7 @@ def test_the_pilot_fits_a_line_through_two_sizes_and_times_the_first_group_apart
 
 
 def test_settings_that_differ_in_size_share_one_pilot_of_the_real_kernel():
-    from ldpsim.engine import pilot
+    from ldpsim.engine.runs import pilot
 
     config = ldpsim.load_config({"model": "quantile", "n": [2e5, 1e6], "reps": 50, "methods": ["SN", "oracle"]})
     config.study.warm_up(config)

@@ -21,7 +21,7 @@ import pytest
 
 import ldpsim
 from ldpsim.engine.errors import ConfigError, ConfigWarning
-from ldpsim.engine.rng import as_generator
+from ldpsim.engine.dialect.rng import as_generator
 from ldpsim.inference.streaming import StreamLayout
 from ldpsim.privacy import accountants as acc
 from ldpsim.privacy.gdp import gdp_epsilon
@@ -255,7 +255,7 @@ def test_a_damaged_accountant_cache_is_recomputed_with_one_line(damage, tmp_path
 def test_a_stale_accountant_cache_entry_is_not_reused_after_a_source_change(tmp_path, monkeypatch):
     # the key held dp-accounting's version and the cached function's own source: an edit to a helper it calls
     # reused the old epsilon silently
-    from ldpsim.engine import jit
+    from ldpsim.engine.dialect import jit
     from ldpsim.privacy import accountants as acc
 
     args = ("gdp", "cyclic", 2.0, 100, 1000, 10, 1e-5)

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 import ldpsim
 from ldpsim.cli import main
-from ldpsim.engine.config import RUN_KEYS
+from ldpsim.engine.runs.config import RUN_KEYS
 from ldpsim.studies import STUDIES
 
 #: A value that is not what any key wants, or is at the edge of what it takes.

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import ldpsim
-from ldpsim.engine import chunks as store
+from ldpsim.engine.runs import chunks as store
 
 from run_helpers import SMALL, TINY, api_run, checked_cli, cli, write
 
@@ -143,7 +143,7 @@ def test_a_chunk_without_a_checksum_is_recomputed(tmp_path):
 
 def test_a_chunk_of_another_run_renamed_to_this_runs_name_is_not_reused(tmp_path):
     # the name held the run's identity, the file did not: another run's chunk under this name was resumed as this run's
-    from ldpsim.engine import chunks as store
+    from ldpsim.engine.runs import chunks as store
 
     base = {"model": "quantile", "n": 2000, "reps": 16, "methods": ["SN", "oracle"]}
     mine = ldpsim.run({**base, "seed": 1}, out=tmp_path / "mine", n_jobs=1, progress=False)
@@ -165,7 +165,7 @@ def test_a_chunk_of_another_run_renamed_to_this_runs_name_is_not_reused(tmp_path
 
 KILLER = textwrap.dedent("""
     import os, signal, sys
-    import ldpsim.engine.chunks as chunks
+    import ldpsim.engine.runs.chunks as chunks
     from ldpsim.cli import main
 
     chunks.MAX_CHUNK_REPS = 2  # three chunks of a tiny run
@@ -216,7 +216,7 @@ class FakeClock:
 
 
 def test_a_resumed_run_states_the_compute_time_of_every_chunk(tmp_path, monkeypatch):
-    monkeypatch.setattr("ldpsim.engine.driver.clock", FakeClock())
+    monkeypatch.setattr("ldpsim.engine.runs.driver.clock", FakeClock())
     whole = api_run(SMALL, out=tmp_path / "whole")
     assert whole.meta["chunks"] == 3 and whole.meta["compute_time_s"] == 1.5  # 3 chunks, 0.5 s each
 
@@ -228,12 +228,12 @@ def test_a_resumed_run_states_the_compute_time_of_every_chunk(tmp_path, monkeypa
         saves.append(path)
         real_save(path, arrays, seconds)
 
-    monkeypatch.setattr("ldpsim.engine.driver.store.save_chunk", interrupted_after_two)
+    monkeypatch.setattr("ldpsim.engine.runs.driver.store.save_chunk", interrupted_after_two)
     with pytest.raises(KeyboardInterrupt):
         api_run(SMALL, out=tmp_path / "part")
     meta = json.loads((tmp_path / "part" / "meta.json").read_text())
     assert meta["status"] == "interrupted" and meta["invocations"][0]["chunks_computed"] == 2
-    monkeypatch.setattr("ldpsim.engine.driver.store.save_chunk", real_save)
+    monkeypatch.setattr("ldpsim.engine.runs.driver.store.save_chunk", real_save)
 
     resumed = api_run(SMALL, out=tmp_path / "part", resume=True)
     meta = resumed.meta

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import special
 
-from ldpsim.engine.jit import jit
-from ldpsim.engine.rng import (Sfc64Stream, as_generator, exponential, kernel_rng, normal, replication_generator,
-                               uniform)
+from ldpsim.engine.dialect.jit import jit
+from ldpsim.engine.dialect.rng import (Sfc64Stream, as_generator, exponential, kernel_rng, normal,
+                                       replication_generator, uniform)
 from ldpsim.privacy.mechanisms import laplace, randomized_response
 from ldpsim.models.covariates import TruncatedNormalBox, draw_covariates
 
@@ -103,7 +103,7 @@ def test_inlined_uniforms_are_uniform():
                                          ("_sfc64_exponential", "standard_exponential")])
 def test_plain_python_statement_of_each_draw_equals_numpy(name, method):
     # the twins of the LLVM IR that the kernels emit: the same steps on four numpy words
-    from ldpsim.engine import rng as module
+    from ldpsim.engine.dialect.rng import sfc64 as module
 
     draw = getattr(module, name)
     gen, twin = as_generator(31), as_generator(31)
@@ -115,13 +115,13 @@ def test_plain_python_statement_of_each_draw_equals_numpy(name, method):
     np.testing.assert_array_equal(words, _words(gen))
 
 
-# --- the ziggurat tables: computed (ldpsim/engine/ziggurat.py), checked against numpy's -------------
+# --- the ziggurat tables: computed (ldpsim/engine/dialect/rng/ziggurat.py), checked against numpy's -----
 
 
 def test_ziggurat_tables_equal_the_ones_numba_copies_from_numpy():
     # numba's private copy of numpy's ziggurat_constants.h, while numba ships it: all 1536 entries, bit for bit
     constants = pytest.importorskip("numba.np.random._constants")
-    from ldpsim.engine import rng as ziggurat
+    from ldpsim.engine.dialect.rng import ziggurat
 
     normal, expo = ziggurat.normal_tables(), ziggurat.exponential_tables()
     for ours, theirs in ((normal.k, constants.ki_double), (normal.w, constants.wi_double),
@@ -135,7 +135,7 @@ def test_ziggurat_tables_equal_the_ones_numba_copies_from_numpy():
 
 def test_ziggurat_tables_are_the_ziggurats_they_claim():
     # the defining relations, independently of numpy: equal areas v, w[255] = r / 2^b, f = the density
-    from ldpsim.engine import rng as ziggurat
+    from ldpsim.engine.dialect.rng import ziggurat
 
     for tables, pdf, bits in ((ziggurat.normal_tables(), lambda x: np.exp(-0.5 * x * x), 52),
                               (ziggurat.exponential_tables(), lambda x: np.exp(-x), 53)):
@@ -184,7 +184,7 @@ def test_every_layer_of_the_ziggurats_draws_as_numpy(kind, method):
     # (w), the last mantissa the layer test accepts and the first it rejects (k), and for layers 1-255 a point
     # halfway across the wedge, tested on both sides of numpy's own switching point in u (f exactly: an
     # f one ulp off moves the switch by about 2^53 ulp / (f[i-1] - f[i]) >> 1 step of u)
-    from ldpsim.engine import rng as ziggurat
+    from ldpsim.engine.dialect.rng import ziggurat
 
     tables = ziggurat.normal_tables() if kind == 1 else ziggurat.exponential_tables()
     switches = {}
@@ -228,7 +228,7 @@ def test_without_numba_the_kernels_run_as_python_and_draw_the_same_numbers():
     import ldpsim
 
     config = {"model": "quantile", "tau": 0.5, "n": 600, "reps": 2, "methods": ["BB", "BM", "SN", "oracle"]}
-    code = ("import json, sys, ldpsim; from ldpsim.engine import jit, rng; assert jit.DISABLED\n"
+    code = ("import json, sys, ldpsim; from ldpsim.engine.dialect import jit, rng; assert jit.DISABLED\n"
             "r = ldpsim.run(json.loads(sys.argv[1]), n_jobs=1, progress=False)\n"
             "print(json.dumps(r.rows))")
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}

@@ -13,7 +13,7 @@ import pytest
 from scipy import integrate, special, stats
 
 import ldpsim
-from ldpsim.engine.rng import as_generator, kernel_rng
+from ldpsim.engine.dialect.rng import as_generator, kernel_rng
 from ldpsim.models.erm import ErmModel, conditional_dloss, conditional_loss, empirical_gradient, sample_dloss, \
     sphere_plane_rule
 from ldpsim.privacy.composition import above_threshold_epsilon, advanced_composition, basic_composition, \

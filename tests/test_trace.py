@@ -15,7 +15,7 @@ from ldpsim.cli import main
 from ldpsim.studies.coverage import CoverageStudy
 from ldpsim.models import QuantileModel
 from ldpsim.recursion import run_path
-from ldpsim.engine.rng import as_generator
+from ldpsim.engine.dialect.rng import as_generator
 from ldpsim.inference.streaming import StreamLayout
 from ldpsim.studies.coverage.trace import (TraceLayout, checkpoint_grid, compute_trace, resolve_trace, run_trace,
                           trace_intervals)

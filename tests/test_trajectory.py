@@ -10,7 +10,7 @@ import pytest
 
 import ldpsim
 from ldpsim.engine.errors import ConfigError, ConfigWarning
-from ldpsim.engine.rng import as_generator
+from ldpsim.engine.dialect.rng import as_generator
 from ldpsim.inference.streaming import StreamLayout, checkpoint_grid
 from ldpsim.models import MODELS
 from ldpsim.recursion.kernels import EXACT_STEPS_BELOW, run_path

@@ -25,7 +25,7 @@ from scipy import stats
 import ldpsim
 from ldpsim.api import load_config
 from ldpsim.engine.errors import ConfigError
-from ldpsim.engine.rng import as_generator
+from ldpsim.engine.dialect.rng import as_generator
 from ldpsim.inference import user_methods
 from ldpsim.inference.streaming import StreamLayout
 from ldpsim.models import build_model
@@ -71,7 +71,7 @@ def test_my_batch_means_gives_the_builtin_bm_rows_to_the_bit():
 
 
 def test_the_examples_batch_ends_are_chen_et_als_as_ldpsim_computes_them():
-    from ldpsim.engine import usercode
+    from ldpsim.engine.runs import usercode
     from ldpsim.inference.streaming import batch_ends
 
     module = usercode.load_file(EXAMPLES / "my_batch_means.py")
@@ -287,7 +287,7 @@ def test_where_a_users_method_cannot_run_is_one_line(tmp_path):
 
 
 def test_the_api_takes_the_class_itself():
-    from ldpsim.engine import usercode
+    from ldpsim.engine.runs import usercode
 
     module = usercode.load_file(EXAMPLES / "my_batch_means.py")
     by_class = load_config(dict(QUICK, methods=["BM", module.MyBatchMeans])).methods
@@ -357,7 +357,7 @@ def test_kernels_of_a_users_record_compile_here_not_in_a_worker():
     # a worker process cannot import a file this process loaded by path: such a kernel is compiled here
     import numba
 
-    from ldpsim.engine.compiling import Kernel, _portable
+    from ldpsim.engine.runs.compiling import Kernel, _portable
     from ldpsim.models import QuantileModel
     from ldpsim.recursion import kernels
 

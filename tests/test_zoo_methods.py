@@ -18,8 +18,8 @@ import pytest
 from scipy import stats
 
 from ldpsim.engine.errors import ConfigError
-from ldpsim.engine.jit import jit
-from ldpsim.engine.rng import exponential, kernel_rng, uniform
+from ldpsim.engine.dialect.jit import jit
+from ldpsim.engine.dialect.rng import exponential, kernel_rng, uniform
 from ldpsim.inference.zoo import (HiGradLayout, HulCLayout, OBMLayout, accumulate, close_stretch, create_split,
                                   higrad_branch, higrad_interval, higrad_state_size, higrad_thread_estimates,
                                   hulc_coverage, hulc_interval, hulc_miscoverage, hulc_randomization,

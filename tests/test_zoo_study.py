@@ -12,8 +12,8 @@ import pytest
 
 import ldpsim
 from ldpsim.cli import main
-from ldpsim.engine.config import ConfigError
-from ldpsim.engine.rng import replication_generator
+from ldpsim.engine.runs.config import ConfigError
+from ldpsim.engine.dialect.rng import replication_generator
 from ldpsim.inference.intervals import normal_quantile
 from ldpsim.inference.streaming import StreamLayout
 from ldpsim.inference.methods import ZOO_METHODS
@@ -321,8 +321,8 @@ def test_the_zoo_state_is_in_the_memory_check(monkeypatch):
     # OB's state (2 B d floats a lane) was not in the memory check: huber_mallows at dim = 1000 with
     # ob_paths = 100000 (12 GiB a replication at 8 lanes) was accepted on this 23.5 GiB machine. Here on a machine
     # of 4 MiB, with the quantile's d = 1: 2 B + B + 2 = 300002 floats a lane
-    from ldpsim.engine import resources
-    from ldpsim.engine.lanes import vector_width
+    from ldpsim.engine.runs import resources
+    from ldpsim.engine.dialect.lanes import vector_width
 
     monkeypatch.setattr(resources, "physical_memory", lambda: 4 * 2 ** 20)
     with pytest.raises(ConfigError, match=rf"^this needs about .* per replication \(mostly OB's state of 300002 floats x "

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from ..engine.rng import as_generator
+from ..engine.dialect.rng import as_generator
 from .calibrate import calibrate, stated_epsilons
 from .intervals import build_intervals
 from .options import Budget, Descent, FitOptions, Report

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ..engine.config import show
+from ..engine.runs.config import show
 from ..engine.errors import ConfigError
 from ..privacy import scaling as sc
 from ..privacy.accountants import check_supported

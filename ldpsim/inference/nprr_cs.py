@@ -66,7 +66,7 @@ import math
 import numpy as np
 
 from ..engine.errors import ConfigError
-from ..engine.jit import dual, jit
+from ..engine.dialect.jit import dual, jit
 
 #: Confidence-set methods of this module.
 METHODS = ("hoeffding", "empbern")

@@ -5,7 +5,7 @@ study beside the built-in ones (docs/extending.md, "Your own interval
 method"). It declares
 
 * the **state** it streams per replication: a ``typing.NamedTuple`` record of
-  arrays (per-replication arrays from :func:`~ldpsim.engine.lanes.lane_array`,
+  arrays (per-replication arrays from :func:`~ldpsim.engine.dialect.lanes.lane_array`,
   schedules shared by the lanes as plain arrays), built by
   :meth:`IntervalMethod.state` for a setting;
 * its **update** at each step, registered for the record with
@@ -20,7 +20,7 @@ A config names it as it names a user's model:
 ``__init__`` parameters with their defaults are its config keys (one value per
 run). Everything wrong in the user's file is one line naming file and line
 (:func:`prepare`, :func:`check_instance`); numba's errors in the update are cut
-to at most 15 lines (:mod:`ldpsim.engine.usercode`).
+to at most 15 lines (:mod:`ldpsim.engine.runs.usercode`).
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
-from ..engine import usercode
-from ..engine.config import Range
-from ..engine.dispatch import by_record
+from ..engine.runs import usercode
+from ..engine.runs.config import Range
+from ..engine.dialect.dispatch import by_record
 from ..engine.errors import ConfigError
-from ..engine.jit import OVERLOAD_OPTIONS
-from ..engine.lanes import LaneArray, LaneArrayType, lane_of
+from ..engine.dialect.jit import OVERLOAD_OPTIONS
+from ..engine.dialect.lanes import LaneArray, LaneArrayType, lane_of
 from .methods import REGISTRY
 
 

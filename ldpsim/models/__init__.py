@@ -16,8 +16,8 @@ and ``import ldpsim.extend`` as a program's first import would meet a cycle.
 
 import difflib
 
-from ..engine import usercode
-from ..engine.config import show
+from ..engine.runs import usercode
+from ..engine.runs.config import show
 from ..engine.errors import ConfigError
 from . import user
 from .base import (Model, add_gradient_at, add_privatized_gradient, constrain, gradient_at, observe, privatized_gradient,

@@ -9,7 +9,7 @@ A model contributes two things:
   Registering the function for the record's class makes the generic recursion
   kernels call it whenever they are handed such a record: numba picks the
   implementation at compile time from the record's type
-  (:func:`ldpsim.engine.dispatch.by_record`), so the loop is written once for all
+  (:func:`ldpsim.engine.dialect.dispatch.by_record`), so the loop is written once for all
   models and every model's kernel is cached on disk. The same plain function
   is the model's part of the Python twin.
 * a :class:`Model` object on the Python side, built from a config setting,
@@ -24,7 +24,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from ..engine.dispatch import by_record
+from ..engine.dialect.dispatch import by_record
 from ..privacy.mechanisms.bounded import BoundedMechanism
 from ..privacy.mechanisms.registry import REGISTRY as MECHANISM_REGISTRY
 
@@ -217,8 +217,8 @@ class Model(ABC):
         """The record passed to the kernels (a registered NamedTuple).
 
         For a kernel of ``lanes`` replications side by side
-        (:mod:`ldpsim.engine.lanes`), the record's scratch arrays (the
-        observation being drawn) hold one per lane: :func:`~ldpsim.engine.lanes.lane_array`.
+        (:mod:`ldpsim.engine.dialect.lanes`), the record's scratch arrays (the
+        observation being drawn) hold one per lane: :func:`~ldpsim.engine.dialect.lanes.lane_array`.
         """
 
     @abstractmethod

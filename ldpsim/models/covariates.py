@@ -14,10 +14,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..engine.lanes import any_lane
-from ..engine.rng import normal, normal_where, uniform
-from ..engine.dispatch import by_record
-from ..engine.jit import jit
+from ..engine.dialect.lanes import any_lane
+from ..engine.dialect.rng import normal, normal_where, uniform
+from ..engine.dialect.dispatch import by_record
+from ..engine.dialect.jit import jit
 
 
 class TruncatedNormalBox(NamedTuple):

@@ -29,8 +29,8 @@ import math
 
 import numpy as np
 
-from ..engine.jit import dual
-from ..engine.rng import normal
+from ..engine.dialect.jit import dual
+from ..engine.dialect.rng import normal
 
 
 #: ``w(x) = min(1, MALLOWS_C / ||x||^2)`` (004, Sections 5.1-5.2).

@@ -47,7 +47,7 @@ jitted callers compile them. The loss is the record's ``loss`` field, a
 :class:`LogisticLoss` or :class:`WelschLoss` record, and its functions
 (:func:`sample_loss`, :func:`sample_dloss`, :func:`conditional_loss`,
 :func:`conditional_dloss`, :func:`draw_label`) are picked by its type
-(:func:`ldpsim.engine.dispatch.by_record`), as every model's gradient is:
+(:func:`ldpsim.engine.dialect.dispatch.by_record`), as every model's gradient is:
 a kernel is compiled for one loss, with no branch on the model inside.
 """
 
@@ -58,9 +58,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..engine.dispatch import by_record
-from ..engine.jit import dual
-from ..engine.rng import normal, uniform
+from ..engine.dialect.dispatch import by_record
+from ..engine.dialect.jit import dual
+from ..engine.dialect.rng import normal, uniform
 
 
 class LogisticLoss(NamedTuple):

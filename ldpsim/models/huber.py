@@ -42,8 +42,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..engine.lanes import all_lanes, any_lane, lane_array, where
-from ..engine.rng import normal
+from ..engine.dialect.lanes import all_lanes, any_lane, lane_array, where
+from ..engine.dialect.rng import normal
 from ..privacy.mechanisms import add_released_joint
 from .base import constrain, observe, register_vector
 from .covariates import predictors

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..engine.rng import normal
+from ..engine.dialect.rng import normal
 from ..privacy.mechanisms import add_released
 from .base import observe, register_vector
 from .covariates import draw_covariates, predictors

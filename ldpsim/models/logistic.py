@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..engine.lanes import where
-from ..engine.rng import uniform
+from ..engine.dialect.lanes import where
+from ..engine.dialect.rng import uniform
 from ..privacy.mechanisms import add_released
 from .base import observe, register_vector
 from .covariates import QUADRATURE_NODES, draw_covariates, predictors

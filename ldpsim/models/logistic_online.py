@@ -29,8 +29,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..engine.lanes import all_lanes, lane_array, where
-from ..engine.rng import uniform
+from ..engine.dialect.lanes import all_lanes, lane_array, where
+from ..engine.dialect.rng import uniform
 from ..privacy.mechanisms import add_released
 from .base import observe, register_vector
 from .covariates import predictors

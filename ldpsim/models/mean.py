@@ -20,9 +20,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..engine.dispatch import by_record
+from ..engine.dialect.dispatch import by_record
 from ..engine.errors import ConfigError
-from ..engine.rng import uniform
+from ..engine.dialect.rng import uniform
 from ..privacy.mechanisms import BOX_MECHANISMS, BoundedMechanism, make_mechanism, noise_record, released_scalar
 from ..privacy.mechanisms.nprr import NPRR
 from .base import Model, observe, register_scalar

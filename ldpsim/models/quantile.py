@@ -20,10 +20,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..engine.dispatch import by_record
+from ..engine.dialect.dispatch import by_record
 from ..engine.errors import ConfigError
-from ..engine.lanes import where
-from ..engine.rng import normal, uniform
+from ..engine.dialect.lanes import where
+from ..engine.dialect.rng import normal, uniform
 from ..privacy.mechanisms import RandomizedResponse, randomized_response
 from .base import Model, observe, register_scalar
 

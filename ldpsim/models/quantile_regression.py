@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..engine.lanes import where
-from ..engine.rng import normal
+from ..engine.dialect.lanes import where
+from ..engine.dialect.rng import normal
 from ..privacy.mechanisms import add_released
 from .base import observe, register_vector
 from .covariates import draw_covariates, predictors

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..engine.lanes import lane_array
+from ..engine.dialect.lanes import lane_array
 from ..privacy.mechanisms import BOX_MECHANISMS, BoundedMechanism, make_mechanism, noise_record
 from ..privacy.mechanisms.nprr import NPRR
 from .base import Model

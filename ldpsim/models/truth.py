@@ -53,10 +53,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engine import interrupt
+from ..engine.dialect import interrupt
 from ..engine.errors import ConfigError
-from ..engine.jit import DISABLED, jit, source_hash
-from ..engine.rng import as_generator, copy_state, kernel_rng
+from ..engine.dialect.jit import DISABLED, jit, source_hash
+from ..engine.dialect.rng import as_generator, copy_state, kernel_rng
 from .base import add_gradient_at, observe
 
 #: Gradient evaluations an estimate spends (each observation costs ``1 + 2 d``): about 0.3 s for a scalar
@@ -285,8 +285,8 @@ def _cache_file(key: str) -> Path | None:
 @functools.lru_cache(maxsize=None)
 def _estimator_source() -> str:
     """Hash of the code the estimate depends on (read once per process)."""
-    return source_hash(["models/truth.py", "models/base.py", "engine/rng.py", "engine/lanes.py",
-                        "privacy/mechanisms", "engine/dispatch.py",
+    return source_hash(["models/truth.py", "models/base.py", "engine/dialect/rng", "engine/dialect/lanes.py",
+                        "privacy/mechanisms", "engine/dialect/dispatch.py",
                         "models/covariates.py", "models/regression.py"])
 
 

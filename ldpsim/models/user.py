@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engine import usercode
-from ..engine.config import Range
+from ..engine.runs import usercode
+from ..engine.runs.config import Range
 from ..engine.errors import ConfigError
 from .base import Model, add_gradient_at, gradient_at, observe
 

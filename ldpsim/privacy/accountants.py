@@ -341,12 +341,12 @@ def _version() -> str:
     arguments only: an edit to a helper it calls (``clt_mu``, ``gdp_epsilon``,
     ``_pld_pair``) would reuse the old epsilon silently. So the key also holds
     the hash of ldpsim's whole source (as the numba cache's directory does,
-    :func:`ldpsim.engine.jit.source_hash`) and the versions of dp-accounting and
+    :func:`ldpsim.engine.dialect.jit.source_hash`) and the versions of dp-accounting and
     of the numpy and scipy it computes with.
     """
     from importlib.metadata import PackageNotFoundError, version
 
-    from ..engine.jit import source_hash
+    from ..engine.dialect.jit import source_hash
 
     parts = []
     for package in ("dp-accounting", "numpy", "scipy"):

@@ -50,9 +50,9 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from ..engine.dispatch import by_record
-from ..engine.jit import jit
-from ..engine.rng import kernel_rng, local_rng, release_rng, replication_generator
+from ..engine.dialect.dispatch import by_record
+from ..engine.dialect.jit import jit
+from ..engine.dialect.rng import kernel_rng, local_rng, release_rng, replication_generator
 from .mechanisms import add_noise, draw_noise, gaussian_or_zero, randomized_response, release
 
 #: Statistic codes of the jitted loops.

@@ -50,7 +50,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..engine.config import ConfigError, show
+from ..engine.runs.config import ConfigError, show
 from .mechanisms import LDP_MECHANISMS, ONLINE_MECHANISMS, PER_USER_MECHANISMS, REGISTRY, make_ldp_mechanism
 from .mechanisms.duchi import DuchiL2
 from .mechanisms.kernel import NoNoise, _fmt

@@ -22,9 +22,9 @@ import numpy as np
 from tabulate import tabulate
 
 from ..engine.errors import ConfigError
-from ..engine.rng import as_generator
-from ..engine import usercode
-from ..engine.usercode import shown
+from ..engine.dialect.rng import as_generator
+from ..engine.runs import usercode
+from ..engine.runs.usercode import shown
 from .audit import AdditiveProbe, AuditCase, Claim, ReleaseProbe, format_number, run_audit
 from .mechanisms import build_mechanism, draw_noise, release, user_record
 
@@ -64,7 +64,7 @@ def audit_mechanism(spec: str, epsilon: float, bounds, delta: float | None = Non
     (str, bool)
         The report, and whether the audit refutes the declared guarantee.
     """
-    from ..engine.usercode import canonical, looks_like_spec
+    from ..engine.runs.usercode import canonical, looks_like_spec
     from .mechanisms import Mechanism
 
     if not looks_like_spec(spec):

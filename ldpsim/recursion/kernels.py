@@ -12,11 +12,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..engine import interrupt
-from ..engine.interrupt import stop_requested
-from ..engine.jit import jit
-from ..engine.lanes import any_lane, lane_array, lane_of, lnot, padded, where
-from ..engine.rng import kernel_rngs, local_rng, release_rng
+from ..engine.dialect import interrupt
+from ..engine.dialect.interrupt import stop_requested
+from ..engine.dialect.jit import jit
+from ..engine.dialect.lanes import any_lane, lane_array, lane_of, lnot, padded, where
+from ..engine.dialect.rng import kernel_rngs, local_rng, release_rng
 from ..inference.streaming import PathState, StreamLayout
 from ..inference.user_methods import lane_state
 from ..models.base import add_gradient_at, constrain, gradient_at, observe
@@ -147,7 +147,7 @@ def _close_blocks(blocks, i, n):
 @jit
 def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_ends, batches, stop, out, steps, zoo,
                  users):
-    # Lane-generic (ldpsim.engine.lanes): one path, theta in a register, or L side by side (rngs of L
+    # Lane-generic (ldpsim.engine.dialect.lanes): one path, theta in a register, or L side by side (rngs of L
     # generators, LaneArray blocks, batches and outputs), theta a vector register. On return
     # out = (theta_bar, V_n) and steps[0] = n, or the step at which the path stopped (it diverged, or the run
     # was interrupted); a lane that stopped keeps computing, unrecorded. zoo: the method zoo's paths and
@@ -230,7 +230,7 @@ def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_en
                         break
             if i == next_fill:
                 next_fill = fill_step_ratios(i, ratio, ratios)
-                if stop_requested(stop):  # every RATIO_CHUNK steps: Ctrl-C (ldpsim.engine.interrupt)
+                if stop_requested(stop):  # every RATIO_CHUNK steps: Ctrl-C (ldpsim.engine.dialect.interrupt)
                     stopped = where(running, i, stopped)
                     running = False
                     break
@@ -328,7 +328,7 @@ def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, 
                         break
             if i == next_fill:
                 next_fill = fill_step_ratios(i, ratio, ratios)
-                if stop_requested(stop):  # every RATIO_CHUNK steps: Ctrl-C (ldpsim.engine.interrupt)
+                if stop_requested(stop):  # every RATIO_CHUNK steps: Ctrl-C (ldpsim.engine.dialect.interrupt)
                     stopped = where(running, i, stopped)
                     running = False
                     break
@@ -361,8 +361,8 @@ def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, 
     """:func:`run_paths` for the replications of ``gens`` side by side (lanes): one list of states per generator.
 
     One kernel call of ``width`` lanes (default ``len(gens)``; more are padded,
-    :func:`~ldpsim.engine.lanes.padded`) advances every path
-    (:mod:`ldpsim.engine.lanes`); path ``l`` is the one :func:`run_paths`
+    :func:`~ldpsim.engine.dialect.lanes.padded`) advances every path
+    (:mod:`ldpsim.engine.dialect.lanes`); path ``l`` is the one :func:`run_paths`
     gives for ``gens[l]`` alone, to the bit.
 
     With ``zoo`` (a :class:`~ldpsim.recursion.zoo.ZooSpec`) the method zoo's

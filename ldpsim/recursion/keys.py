@@ -21,8 +21,8 @@ import math
 
 import numpy as np
 
-from ..engine import usercode
-from ..engine.config import ConfigError, Key, Range, show
+from ..engine.runs import usercode
+from ..engine.runs.config import ConfigError, Key, Range, show
 from ..models import MODELS, canonical_model, is_user_model, model_class
 from ..models import user as user_models
 from ..models.covariates import COVARIATES
@@ -303,7 +303,7 @@ def settle_truths() -> None:
 
     A built-in model whose noise variance is estimated (NPRR's) is checked
     before the run without it; the run's compile step calls this beside the
-    kernels' compilation (:func:`ldpsim.engine.compiling.prepare`), and a
+    kernels' compilation (:func:`ldpsim.engine.runs.compiling.prepare`), and a
     setting whose variance is then not a positive finite number is refused
     as :func:`check_model` refuses it.
     """

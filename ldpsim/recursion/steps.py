@@ -12,7 +12,7 @@ its own steps (the zoo's HulC segments and HiGrad threads,
 
 from __future__ import annotations
 
-from ..engine.jit import jit
+from ..engine.dialect.jit import jit
 
 #: Below this step the step size is ``c * i**-gamma`` exactly; above it, it is
 #: updated by the ratio series of :func:`step_ratio` (a ``pow`` costs more

@@ -16,7 +16,7 @@ import numba
 from numba.core import types
 from numba.extending import overload
 
-from ..engine.jit import BORROW_OPTIONS, DISABLED, KERNEL_ONLY_OPTIONS, OVERLOAD_OPTIONS
+from ..engine.dialect.jit import BORROW_OPTIONS, DISABLED, KERNEL_ONLY_OPTIONS, OVERLOAD_OPTIONS
 from ..inference.user_methods import method_update
 
 
@@ -57,10 +57,11 @@ def users_step(users, i, theta):
 
 
 if not DISABLED:  # (without numba the kernels call the plain-Python function above)
-    # A function compiled without numba's runtime, as the zoo's hooks are (ldpsim.engine.jit.BORROW_OPTIONS): the
-    # updates read the records' arrays, and inlined into the kernel's IR each such read would cost an atomic increment
-    # and decrement of a reference count per step. It is marked for LLVM to inline (forceinline): at one lane LLVM's
-    # own heuristics left it a call, with the records' arrays counted around it, and the step took 2.4 times as long.
+    # A function compiled without numba's runtime, as the zoo's hooks are (ldpsim.engine.dialect.jit.BORROW_OPTIONS):
+    # the updates read the records' arrays, and inlined into the kernel's IR each such read would cost an atomic
+    # increment and decrement of a reference count per step. It is marked for LLVM to inline (forceinline): at one lane
+    # LLVM's own heuristics left it a call, with the records' arrays counted around it, and the step took 2.4 times as
+    # long.
     users_step = numba.njit(**BORROW_OPTIONS, **KERNEL_ONLY_OPTIONS, forceinline=True)(users_step)
 
 

@@ -23,9 +23,9 @@ OBM (:class:`OBMState`) and the plug-in sandwich (:class:`PluginState`) keep
 state of the main path's iterates and gradients. A method that the run does
 not ask for is ``None`` in :class:`ZooPaths`, and its code is compiled away.
 
-Everything is lane-generic (:mod:`ldpsim.engine.lanes`): the schedules are
+Everything is lane-generic (:mod:`ldpsim.engine.dialect.lanes`): the schedules are
 shared by the lanes (small ``int64``/``float64`` arrays), the paths' state is
-one array per replication or a :class:`~ldpsim.engine.lanes.LaneArray`. The
+one array per replication or a :class:`~ldpsim.engine.dialect.lanes.LaneArray`. The
 per-step updates of :mod:`ldpsim.inference.zoo` are those the groundwork
 tested; :func:`ldpsim.recursion.twins.path_twin` repeats all this in plain
 Python.
@@ -39,9 +39,9 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
-from ..engine.jit import DISABLED, OVERLOAD_OPTIONS, jit
-from ..engine.lanes import LaneArrayType, lane_array, lane_of
-from ..engine.rng import exponential, local_rng, release_rng
+from ..engine.dialect.jit import DISABLED, OVERLOAD_OPTIONS, jit
+from ..engine.dialect.lanes import LaneArrayType, lane_array, lane_of
+from ..engine.dialect.rng import exponential, local_rng, release_rng
 # the code of each method with paths of its own (its stream: child ``code`` of the replication's seed), declared
 # with the method in the registry
 from ..inference.methods import STREAM_CODES  # noqa: F401
@@ -170,7 +170,7 @@ def _none(value) -> bool:
     return value is None or isinstance(value, (types.NoneType, types.Omitted))
 
 
-#: ``stub -> typer`` of every hook below: under NUMBA_DISABLE_JIT=1 (:data:`~ldpsim.engine.jit.DISABLED`) the
+#: ``stub -> typer`` of every hook below: under NUMBA_DISABLE_JIT=1 (:data:`~ldpsim.engine.dialect.jit.DISABLED`) the
 #: stubs' empty bodies would run, and every zoo method would fail in every replication without a word.
 _HOOKS: dict = {}
 
@@ -526,7 +526,7 @@ if DISABLED:  # numba compiles nothing: each stub runs the implementation its ov
 
 
 # The kernels call these at every step: out-of-line functions that borrow their arrays
-# (ldpsim.engine.jit.BORROW_OPTIONS). The hooks read a dozen arrays from their records, and the atomic
+# (ldpsim.engine.dialect.jit.BORROW_OPTIONS). The hooks read a dozen arrays from their records, and the atomic
 # reference counts of those reads, in a kernel compiled with numba's runtime, cost more than a step of HulC.
 # The kernel passes its own argument: an inlined shim would bind it to a new variable, and count again.
 

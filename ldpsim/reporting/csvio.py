@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from ..engine.errors import ConfigError
-from ..engine.outdir import temporary_beside
+from ..engine.runs.outdir import temporary_beside
 
 
 def write_csv(rows: list[dict], path: Path) -> None:

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..engine import config as cfg
-from ..engine.config import Config
+from ..engine.runs import config as cfg
+from ..engine.runs.config import Config
 from ..engine.errors import ConfigError
 from .base import Study
 from .coverage import CoverageStudy
@@ -49,7 +49,7 @@ def get_study(name) -> Study:
 
 
 def resolve(mapping: dict, where: str = "config") -> Config:
-    """Validate a raw mapping (its ``study`` key picks the study) into a :class:`~ldpsim.engine.config.Config`."""
+    """Validate a raw mapping (its ``study`` key picks the study) into a :class:`~ldpsim.engine.runs.config.Config`."""
     study = get_study(mapping.get("study", DEFAULT_STUDY))
     return cfg.resolve(mapping, study, where)
 
@@ -85,7 +85,7 @@ def load(path: str | Path | None = None, overrides: dict | None = None, override
 
 def anchor_user_files(mapping: dict, folder: Path) -> dict:
     """``mapping`` with the relative paths of users' files (``model``, ``mechanism``, ``streams``, ``methods``) from ``folder``."""
-    from ..engine.usercode import anchor
+    from ..engine.runs.usercode import anchor
 
     return {k: anchor(v, folder) if k in ("model", "mechanism", "streams", "methods") else v for k, v in mapping.items()}
 

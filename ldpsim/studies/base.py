@@ -3,7 +3,7 @@
 A study answers four questions, and the engine asks nothing else:
 
 1. **Which keys does a config hold?** :attr:`Study.keys` (grid axes and
-   per-run keys, :class:`~ldpsim.engine.config.Key`); :meth:`Study.make_setting`
+   per-run keys, :class:`~ldpsim.engine.runs.config.Key`); :meth:`Study.make_setting`
    completes a grid point and gives it the identity its random streams are
    seeded from; :meth:`Study.validate` and :meth:`Study.warnings` check it.
 2. **What does one replication compute?** :meth:`Study.prepare` builds what a
@@ -20,7 +20,7 @@ A study answers four questions, and the engine asks nothing else:
    from the CSV files) and :meth:`Study.render` gives the text printed at the
    end of a run.
 
-The driver (:mod:`ldpsim.engine.driver`) seeds replications, cuts them into
+The driver (:mod:`ldpsim.engine.runs.driver`) seeds replications, cuts them into
 chunks, stores and resumes chunks and runs them on a backend without
 knowing what they hold.
 """
@@ -33,9 +33,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..engine.config import Config, Key, Setting
-from ..engine.jit import DISABLED
-from ..engine.rng import replication_generator
+from ..engine.runs.config import Config, Key, Setting
+from ..engine.dialect.jit import DISABLED
+from ..engine.dialect.rng import replication_generator
 
 
 #: Default cost of one unit of :meth:`Study.steps` (seconds), for studies that give no model of their own.
@@ -59,7 +59,7 @@ class Study(ABC):
     #: The tables :meth:`summarize` returns, each written as ``<name>.csv``; ``summary`` first.
     tables: ClassVar[tuple[str, ...]] = ("summary",)
     #: Whether a replication's time is spent in ``nogil`` kernels, so that local runs use threads
-    #: (``--backend auto``, :func:`ldpsim.engine.backends.resolve_backend`); else loky's processes.
+    #: (``--backend auto``, :func:`ldpsim.engine.runs.backends.resolve_backend`); else loky's processes.
     threads: ClassVar[bool] = False
     #: Bumped when the arrays of a chunk change meaning.
     chunk_format: ClassVar[int] = 1
@@ -102,7 +102,7 @@ class Study(ABC):
 
         ``what`` names the keys that size the term (``"bootstrap draws B x m =
         1e12 x 31 doubles"``), for the one-line error when a setting would not
-        fit in memory (:func:`ldpsim.engine.config.check_run_memory`, before any
+        fit in memory (:func:`ldpsim.engine.runs.config.check_run_memory`, before any
         work). The default, ``[]``, is for replications of negligible size.
         """
         return []
@@ -148,14 +148,14 @@ class Study(ABC):
         return STEP_SECONDS * self.steps(setting)
 
     #: Keys that only size a replication (:meth:`pilot_setting` scales them): settings that differ in nothing else run
-    #: the same kernels, and one pilot measures them all (:mod:`ldpsim.engine.pilot`).
+    #: the same kernels, and one pilot measures them all (:mod:`ldpsim.engine.runs.pilot`).
     size_keys: ClassVar[tuple[str, ...]] = ("n",)
 
     def pilot_setting(self, setting: Setting, options: dict, fraction: float) -> Setting | None:
         """A copy of ``setting`` whose replications run the same kernels for about ``fraction`` of its steps.
 
         The run-time estimate times the study's own replications on it and
-        scales them by :meth:`seconds` (:mod:`ldpsim.engine.pilot`). ``fraction``
+        scales them by :meth:`seconds` (:mod:`ldpsim.engine.runs.pilot`). ``fraction``
         is in ``(0, 1]``; at 1 the setting itself. The default, ``None``: no
         pilot, the static model is the estimate.
         """
@@ -172,7 +172,7 @@ class Study(ABC):
 
         The default makes the Monte Carlo truths that :func:`ldpsim.recursion.keys.check_model`
         deferred (NPRR's noise variance) and refuses a setting whose variance is then not a
-        positive finite number. :func:`ldpsim.engine.compiling.prepare` runs it beside the
+        positive finite number. :func:`ldpsim.engine.runs.compiling.prepare` runs it beside the
         compilation of the run's kernels.
         """
         from ..recursion.keys import settle_truths
@@ -182,7 +182,7 @@ class Study(ABC):
     def warm_up_units(self, config: Config, lanes: int | None = None) -> list:
         """:meth:`warm_up` as calls of their own, each a kernel (or a few) on a tiny input.
 
-        :func:`ldpsim.engine.compiling.plan` lists a run's kernels by running
+        :func:`ldpsim.engine.runs.compiling.plan` lists a run's kernels by running
         them with the kernels not yet compiled skipped: a unit that fails then
         (its wrapper needed a skipped kernel's result) leaves the others
         listed. The default: none (a study without kernels of its own to warm).
@@ -221,7 +221,7 @@ class Study(ABC):
         """Replications side by side (lanes), one generator each: what :meth:`replicate` gives for each.
 
         A study whose path kernels advance several replications in one call
-        (:mod:`ldpsim.engine.lanes`) overrides this, running them in one call
+        (:mod:`ldpsim.engine.dialect.lanes`) overrides this, running them in one call
         of ``width`` lanes (more than ``len(gens)``: the rest are padding);
         the default runs them one after the other.
         """
@@ -231,7 +231,7 @@ class Study(ABC):
         """Replications a kernel call advances side by side when the run does not say.
 
         1 for a study without a lanes kernel; those with one return
-        :func:`~ldpsim.engine.lanes.vector_width` (one SIMD register of
+        :func:`~ldpsim.engine.dialect.lanes.vector_width` (one SIMD register of
         doubles: the fastest width measured, ``scripts/bench.py --studies``).
         """
         return 1
@@ -317,6 +317,19 @@ class Study(ABC):
 #: A pilot's path is at least this long (or the setting's own): long enough for the zoo's schedules and BB's blocks.
 PILOT_MIN_N = 5000
 
+#: Above this many batch-means batches their ends are not built to validate a setting (the coverage and DP-SGD
+#: studies' ``validate``).
+MANY_BATCHES = 100_000
+
+#: Columns of an interval study's ``summary`` after the varied config keys, in order (the coverage study's, and
+#: the DP-SGD study's before its own). Runs with a multivariate model add ``joint_coverage`` and
+#: ``joint_coverage_se``: the share of replications whose intervals cover every coordinate at once (the same on
+#: each coordinate's row of a method).
+STAT_COLUMNS = (
+    "method", "coord", "n", "reps", "n_failed", "coverage", "coverage_se", "length", "length_se",
+    "theta_star", "bias", "sd", "se_ratio",
+)
+
 
 def pilot_n(setting: Setting, fraction: float) -> Setting:
     """``setting`` with ``n`` scaled by ``fraction``, at least :data:`PILOT_MIN_N` (the path studies' pilots)."""
@@ -337,7 +350,7 @@ def title_of(meta: dict, keys) -> str | None:
     """
     if not isinstance(meta.get("config"), dict):
         return None
-    from ..engine.usercode import display
+    from ..engine.runs.usercode import display
 
     values, varied = meta["config"], meta.get("varied", [])
     fixed = ", ".join(f"{k} = {display(values[k])}" for k in keys
@@ -345,4 +358,4 @@ def title_of(meta: dict, keys) -> str | None:
     return f"{meta.get('name', 'run')}: {fixed}, reps = {values.get('reps', '?')}"
 
 
-__all__ = ["PILOT_MIN_N", "STEP_SECONDS", "Study", "pilot_n", "stack", "title_of"]
+__all__ = ["MANY_BATCHES", "PILOT_MIN_N", "STAT_COLUMNS", "STEP_SECONDS", "Study", "pilot_n", "stack", "title_of"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ...engine.config import Key
+from ...engine.runs.config import Key
 
 #: The kinds of method. ``interval``: a ``level`` interval at the end of the path, from the main path's
 #: streamed state; ``sequence``: a confidence sequence from that state, ``level`` at every step at once;
@@ -132,7 +132,7 @@ class Method:
         if any(s not in self.studies for s in self.default_in):
             raise ValueError(f"method {self.name}: a default in a study that does not take it")
         if not all(isinstance(k, Key) for k in self.keys):
-            raise ValueError(f"method {self.name}: keys must be engine.config.Key objects")
+            raise ValueError(f"method {self.name}: keys must be engine.runs.config.Key objects")
 
     def text_in(self, study: str) -> str:
         """Its row in ``study``'s table of methods."""

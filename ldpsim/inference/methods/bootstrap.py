@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ...engine.config import Key, Range
+from ...engine.runs.config import Key, Range
 from ..streaming import floor_power
 from .base import Method, register
 from .common import LEVEL

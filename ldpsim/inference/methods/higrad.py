@@ -6,7 +6,7 @@ the zoo's kernel pass (:mod:`ldpsim.recursion.zoo`, ``HiGradPaths``).
 
 from __future__ import annotations
 
-from ...engine.config import Key, Range
+from ...engine.runs.config import Key, Range
 from ..zoo.higrad import HiGradLayout, higrad_branch, higrad_interval, higrad_state_size, higrad_thread_estimates
 from ..zoo.twins import higrad_branch_twin
 from .base import Method, register

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...engine.config import Key, Range
+from ...engine.runs.config import Key, Range
 from ..zoo.common import accumulate
 from ..zoo.hulc import HulCLayout, hulc_interval, hulc_splits, hulc_state_size
 from ..zoo.twins import accumulate_twin

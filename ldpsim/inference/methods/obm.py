@@ -6,7 +6,7 @@ path's iterates are kept in the zoo's kernel pass (``OBMState``).
 
 from __future__ import annotations
 
-from ...engine.config import Key, Range, check_range
+from ...engine.runs.config import Key, Range, check_range
 from ..zoo.common import wald_interval
 from ..zoo.obm import OBMLayout, obm_add, obm_sigma, obm_state_size
 from ..zoo.twins import obm_add_twin

@@ -10,7 +10,7 @@ the zoo's kernel pass (``BootPaths``).
 
 from __future__ import annotations
 
-from ...engine.config import Key, Range
+from ...engine.runs.config import Key, Range
 from ..zoo.bootstrap import OB_INTERVALS, ob_interval, ob_update
 from ..zoo.twins import ob_update_twin
 from .base import Method, register

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine.errors import ConfigError
-from ...engine.jit import jit
+from ...engine.dialect.jit import jit
 from ..critical_values import normal_quantile
 
 #: Laws of the perturbation weights (mean 1, variance 1, positive).

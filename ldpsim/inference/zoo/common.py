@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...engine.jit import jit
+from ...engine.dialect.jit import jit
 from ..critical_values import normal_quantile
 
 

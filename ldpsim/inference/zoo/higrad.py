@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...engine.errors import ConfigError
-from ...engine.jit import jit
+from ...engine.dialect.jit import jit
 
 
 def r_round(x):

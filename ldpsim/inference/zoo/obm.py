@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...engine.errors import ConfigError
-from ...engine.jit import jit
+from ...engine.dialect.jit import jit
 from ..streaming import robust_floor
 from .common import symmetric_from_upper
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...engine.jit import jit
+from ...engine.dialect.jit import jit
 from .common import symmetric_from_upper
 
 

@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import math
 
-from ...engine import usercode
-from ...engine.lanes import lane_array
+from ...engine.runs import usercode
+from ...engine.dialect.lanes import lane_array
 # the families, imported for their registrations: the order of registration within a list's rank
 from . import rr, laplace_noise, gaussian_noise, duchi, piecewise, hybrid, nprr  # noqa: F401
 from . import harmony, sampled, gdp_noise  # noqa: F401

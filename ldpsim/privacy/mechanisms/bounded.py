@@ -21,9 +21,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...engine.dispatch import by_record
-from ...engine.jit import dual
-from ...engine.lanes import lane_array
+from ...engine.dialect.dispatch import by_record
+from ...engine.dialect.jit import dual
+from ...engine.dialect.lanes import lane_array
 from .kernel import BoundedNoise, _fmt, register_release
 
 

@@ -19,9 +19,9 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from ...engine.jit import dual
-from ...engine.lanes import lane_array, where
-from ...engine.rng import normal, uniform
+from ...engine.dialect.jit import dual
+from ...engine.dialect.lanes import lane_array, where
+from ...engine.dialect.rng import normal, uniform
 from .bounded import BoundedMechanism, Coordinatewise, clamp, register_one
 from .kernel import _fmt, register_release
 from .registry import register

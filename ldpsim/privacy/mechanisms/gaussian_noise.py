@@ -20,8 +20,8 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from ...engine.jit import jit
-from ...engine.rng import normal, uniform
+from ...engine.dialect.jit import jit
+from ...engine.dialect.rng import normal, uniform
 from .additive import Calibrated, Guaranteed, _check_epsilon, _check_sensitivity, sensitivity
 from .kernel import _fmt, add_noise, register_additive_vector, register_noise
 from .registry import OnlineCalibration, register

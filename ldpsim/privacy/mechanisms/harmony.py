@@ -11,8 +11,8 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from ...engine.lanes import where
-from ...engine.rng import uniform
+from ...engine.dialect.lanes import where
+from ...engine.dialect.rng import uniform
 from .bounded import BoundedMechanism, clamp
 from .duchi import duchi_bound
 from .kernel import register_release

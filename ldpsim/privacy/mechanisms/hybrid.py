@@ -13,9 +13,9 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from ...engine.jit import dual
-from ...engine.lanes import where
-from ...engine.rng import uniform
+from ...engine.dialect.jit import dual
+from ...engine.dialect.lanes import where
+from ...engine.dialect.rng import uniform
 from .bounded import Coordinatewise, register_one
 from .duchi import Duchi, duchi_bound, duchi_draw, duchi_variance
 from .piecewise import Piecewise, piecewise_c, piecewise_draw, piecewise_variance

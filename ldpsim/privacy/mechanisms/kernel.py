@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...engine.dispatch import by_record
+from ...engine.dialect.dispatch import by_record
 
 
 def _fmt(x: float) -> str:

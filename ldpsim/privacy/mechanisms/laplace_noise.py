@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
-from ...engine.jit import dual
-from ...engine.rng import exponential, uniform
+from ...engine.dialect.jit import dual
+from ...engine.dialect.rng import exponential, uniform
 from .additive import Calibrated, sensitivity
 from .kernel import _fmt, add_noise, register_additive_vector, register_noise
 from .registry import OnlineCalibration, register

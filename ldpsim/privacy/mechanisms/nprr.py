@@ -17,8 +17,8 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from ...engine.lanes import where
-from ...engine.rng import uniform
+from ...engine.dialect.lanes import where
+from ...engine.dialect.rng import uniform
 from .bounded import Coordinatewise, clamp
 from .kernel import register_release
 from .registry import register

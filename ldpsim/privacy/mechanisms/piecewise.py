@@ -13,9 +13,9 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from ...engine.jit import dual
-from ...engine.lanes import where
-from ...engine.rng import uniform
+from ...engine.dialect.jit import dual
+from ...engine.dialect.lanes import where
+from ...engine.dialect.rng import uniform
 from .bounded import Coordinatewise, register_one
 from .registry import register
 

@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...engine.jit import jit
-from ...engine.rng import uniform
+from ...engine.dialect.jit import jit
+from ...engine.dialect.rng import uniform
 from .additive import Guaranteed
 from .kernel import _fmt
 from .registry import register

@@ -12,9 +12,9 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from ...engine.jit import dual
-from ...engine.lanes import where
-from ...engine.rng import uniform
+from ...engine.dialect.jit import dual
+from ...engine.dialect.lanes import where
+from ...engine.dialect.rng import uniform
 from .bounded import BoundedMechanism, clamp, release_one
 from .hybrid import Hybrid
 from .kernel import register_release

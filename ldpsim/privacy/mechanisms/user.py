@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...engine import usercode
+from ...engine.runs import usercode
 from ...engine.errors import ConfigError
 from .kernel import _fmt, draw_noise, release
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...engine import interrupt
-from ...engine.interrupt import POLL_MASK, stop_requested
-from ...engine.jit import jit
-from ...engine.rng import kernel_rng, local_rng, release_rng
+from ...engine.dialect import interrupt
+from ...engine.dialect.interrupt import POLL_MASK, stop_requested
+from ...engine.dialect.jit import jit
+from ...engine.dialect.rng import kernel_rng, local_rng, release_rng
 from ...inference import intervals as inference
 from ...inference.streaming import PathState, StreamLayout, floor_power
 from ...models import privatized_gradient
@@ -168,7 +168,7 @@ def _trace_path(params, stream, n, c, gamma, theta0, checkpoints, ends, offsets,
             tap_look(tap, first)
             first += 1
             next_ck = checkpoints[first] if first < n_ck else n + 1
-        if i & POLL_MASK == 0 and stop_requested(stop_flag):  # Ctrl-C (ldpsim.engine.interrupt)
+        if i & POLL_MASK == 0 and stop_requested(stop_flag):  # Ctrl-C (ldpsim.engine.dialect.interrupt)
             release_rng(stream, gen)
             return i
     release_rng(stream, gen)

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...engine.usercode import display
-from ...engine.config import Config, Setting
+from ...engine.runs.usercode import display
+from ...engine.runs.config import Config, Setting
 from ...inference.intervals import uses_blocks
 from ...models import build_model
 
@@ -241,7 +241,7 @@ def check_setting(setting: Setting, methods, b_max: int = B_MAX, options: dict |
 
 def _model_detail(setting: Setting, model) -> str:
     """A user's model (its file, keys and truth), or a built-in one whose oracle is estimated."""
-    from ...engine import usercode
+    from ...engine.runs import usercode
     from ...models.truth import truth_of
 
     parts = []

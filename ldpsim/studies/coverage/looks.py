@@ -34,10 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ...engine.config import ConfigError, Key, Range, check_range, show
+from ...engine.runs.config import ConfigError, Key, Range, check_range, show
 from ...engine.errors import MissingExtra
-from ...engine.resources import FLOAT
-from ...engine.usercode import display
+from ...engine.runs.resources import FLOAT
+from ...engine.runs.usercode import display
 from ...inference import intervals as inference
 from ...inference.streaming import StreamLayout, checkpoint_grid
 from ...models import build_model, model_class

@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...engine.config import ConfigError, show
-from ...engine.dispatch import by_record
+from ...engine.runs.config import ConfigError, show
+from ...engine.dialect.dispatch import by_record
 from ...inference.methods import RELEASE_METHODS
 from ...inference.methods.nprr import release_params
 from ...inference.nprr_cs import PARAMS_SIZE, STATE_SIZE, nprr_running_bounds, nprr_state, nprr_update, released_value

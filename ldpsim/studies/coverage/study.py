@@ -23,12 +23,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...engine import usercode
-from ...engine.config import ConfigError, Key, as_list, check_range, check_run_memory, show
+from ...engine.runs import usercode
+from ...engine.runs.config import ConfigError, Key, as_list, check_range, check_run_memory, show
 from ...engine.errors import MissingExtra
-from ...engine.lanes import vector_width
-from ...engine.resources import FLOAT
-from ...engine.rng import as_generator
+from ...engine.dialect.lanes import vector_width
+from ...engine.runs.resources import FLOAT
+from ...engine.dialect.rng import as_generator
 from ...inference import intervals
 from ...inference.intervals import RESOLVED_ULPS, resolved, uses_batches, uses_blocks
 from ...inference.methods import BATCH_METHODS, DEFAULT_METHODS, ZOO_METHODS, keys_of, names
@@ -42,7 +42,7 @@ from ...recursion.keys import (GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, _user_key,
                                path_seed_key, path_values, validate_path, with_model_keys)
 from ...recursion.twins import path_twin
 from ...reporting.csvio import write_csv  # noqa: F401  (re-exported for scripts)
-from ..base import Study, pilot_n, stack
+from ..base import MANY_BATCHES, Study, pilot_n, stack
 from .figures import write_coverage_figure
 from .looks import (LOOK_KEY_NAMES, LOOK_KEYS, LOOKS_COLUMNS, UNIFORM_COLUMNS, look_grid, look_memory,
                     look_replication, look_tables, render_uniform, validate_looks, write_look_outputs)
@@ -52,9 +52,6 @@ from .tables import render_latex, render_markdown
 from .zoo import (ZOO_KEYS, Stopwatch, classic_methods, idle_zoo_keys, replication_index, state_floats, validate_zoo,
                   zoo_bounds, zoo_cost, zoo_generators, zoo_methods, zoo_spec)
 from .zoo_tables import ZOO_COLUMNS, write_zoo_outputs, zoo_rows
-
-#: Above this many batch-means batches their ends are not built to validate a setting (see ``validate``).
-MANY_BATCHES = 100_000
 
 #: The keys of the interval methods, grid axes after the path's keys and before ``n``, as the methods declare them
 #: (:mod:`ldpsim.inference.methods`: beta, B, level, multiplier).
@@ -187,8 +184,8 @@ class CoverageStudy(Study):
         "gaussian": ("multiplier = 'gaussian'", "unbounded; Theorem 3.2 asks bounded multipliers"),
         "idle_zoo_key": ("a zoo key without its method", "it changes nothing"),
     }
-    compute_sources = ("engine/dispatch.py", "engine/rng.py", "privacy", "models", "inference", "recursion",
-                       "studies/base.py", "studies/coverage/study.py", "studies/coverage/zoo.py")
+    compute_sources = ("engine/dialect/dispatch.py", "engine/dialect/rng", "privacy", "models", "inference",
+                       "recursion", "studies/base.py", "studies/coverage/study.py", "studies/coverage/zoo.py")
     table_columns = {"summary": {
         "method": "text", "coord": "count", "n": "positive", "reps": "count", "n_failed": "count", "coverage": "number",
         "coverage_se": "number", "length": "number", "length_se": "number", "theta_star": "number",

@@ -13,23 +13,16 @@ from __future__ import annotations
 
 import math
 
-from ...engine.usercode import display
-from ...engine.config import Config
+from ...engine.runs.usercode import display
+from ...engine.runs.config import Config
 from ...inference.critical_values import normal_quantile
 from ...inference.methods import ZOO_METHODS, names
 from ...inference.user_methods import is_user_method, label
 from ...models import build_model
 from ...reporting.csvio import columns_before
 from ...reporting.stats import proportion
+from ..base import STAT_COLUMNS
 
-#: Columns after the varied config keys, in order. Runs with a multivariate
-#: model add ``joint_coverage`` and ``joint_coverage_se``: the share of
-#: replications whose intervals cover every coordinate at once (the same on
-#: each coordinate's row of a method).
-STAT_COLUMNS = (
-    "method", "coord", "n", "reps", "n_failed", "coverage", "coverage_se", "length", "length_se",
-    "theta_star", "bias", "sd", "se_ratio",
-)
 
 
 def summarize(config: Config, results: list[dict]) -> list[dict]:
@@ -40,13 +33,13 @@ def summarize(config: Config, results: list[dict]) -> list[dict]:
     config : Config
         The run.
     results : list of dict
-        One per setting, as returned by :func:`ldpsim.engine.driver.simulate`:
+        One per setting, as returned by :func:`ldpsim.engine.runs.driver.simulate`:
         ``theta_bar`` ``(R, d)``, ``bounds`` ``(R, n_methods, d, 2)``, ``ok`` ``(R,)``.
 
     Returns
     -------
     list of dict
-        Keys: the varied config keys but ``n``, then :data:`STAT_COLUMNS`
+        Keys: the varied config keys but ``n``, then :data:`~ldpsim.studies.base.STAT_COLUMNS`
         (and the joint coverage, for multivariate models).
     """
     keys = [k for k in config.varied if k != "n"]

@@ -47,15 +47,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ...engine import config as cfg
+from ...engine.runs import config as cfg
 from ...engine.errors import MissingExtra  # noqa: F401  (figure_class raises it; tests import it from here)
-from ...engine.resources import FLOAT, check_memory
+from ...engine.runs.resources import FLOAT, check_memory
 from ...inference import intervals as inference
 from ...inference.streaming import checkpoint_grid, floor_power
 from ...inference.methods import REGISTRY, RELEASE_METHODS, ZOO_METHODS, names
 from ...inference.user_methods import is_user_method
 from ...models import MODELS, build_model, model_class
-from ...engine.rng import replication_generator
+from ...engine.dialect.rng import replication_generator
 from ...reporting.figures import figure_class as _figure_class
 from ...reporting.meta import git_commit, machine, versions
 # the kernel and its layout live in .checkpoints (the looks of a coverage run use them too); re-exported here
@@ -356,7 +356,7 @@ def _y_limits(result: TraceResult, keep: np.ndarray, ks: np.ndarray) -> tuple[fl
 
 
 def _meta(result: TraceResult, command) -> dict:
-    from ...engine.outdir import RunIdentity
+    from ...engine.runs.outdir import RunIdentity
 
     return {
         "name": "trace",
@@ -383,7 +383,7 @@ def _meta(result: TraceResult, command) -> dict:
 
 def write_trace(result: TraceResult, out: Path, command=None) -> None:
     """Write ``trace.csv``, ``figure1.png`` and ``meta.json`` into ``out``."""
-    from ...engine.outdir import write_text
+    from ...engine.runs.outdir import write_text
 
     figure_class()  # fail before writing anything if matplotlib is missing
     out.mkdir(parents=True, exist_ok=True)
@@ -395,7 +395,7 @@ def write_trace(result: TraceResult, out: Path, command=None) -> None:
 
 def write_trace_meta(config: TraceConfig, out: Path, identity, command=None) -> None:
     """The ``meta.json`` of a trace that has not run yet: which run the directory holds."""
-    from ...engine.outdir import write_text
+    from ...engine.runs.outdir import write_text
 
     meta = {"name": "trace", "kind": "trace", "run_id": identity.run_id, "status": "running",
             "config": config.values, "root_seed": config.seed, "command": command or sys.argv,

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...engine.config import ConfigError
-from ...engine.rng import BIT_GENERATOR
+from ...engine.runs.config import ConfigError
+from ...engine.dialect.rng import BIT_GENERATOR
 from ...inference.critical_values import normal_quantile
 from ...inference.methods import CLASSIC_METHODS, STREAM_CODES, ZOO_METHODS, ZooInputs, get, keys_of, readers
 from ...inference import user_methods

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...engine.usercode import display
+from ...engine.runs.usercode import display
 from ...engine.errors import MissingExtra
 from ...models import build_model
 from ...reporting.figures import figure_class

@@ -22,7 +22,7 @@ import numpy as np
 from ...inference import dpsgd as dpi
 from ...inference.methods import names
 from ...inference.streaming import StreamLayout, floor_power
-from ...engine.config import show
+from ...engine.runs.config import show
 from ...privacy.accountants import SIGMA_CAP, Unresolved, calibrate_sigma, epsilon_pair
 from ...privacy.clt import MAX_LOG_SIGMA, clt_mu, clt_sigma, step_noise_sd
 from ...privacy.gdp import gdp_epsilon, gdp_mu

@@ -36,7 +36,7 @@ same order (tests require identical output):
 
 The model is a record (:class:`Linear` or :class:`Logistic`, :data:`MODELS`)
 whose :func:`label` and :func:`residual` are picked by its type
-(:func:`ldpsim.engine.dispatch.by_record`), as every model's gradient is: a
+(:func:`ldpsim.engine.dialect.dispatch.by_record`), as every model's gradient is: a
 kernel is compiled for one model, with no branch on it inside, and the twins
 call the same two functions.
 """
@@ -49,12 +49,12 @@ import numpy as np
 
 from typing import NamedTuple
 
-from ...engine import interrupt
-from ...engine.dispatch import by_record
-from ...engine.interrupt import poll_mask, stop_requested
-from ...engine.jit import jit
-from ...engine.lanes import any_lane, lane_array, lane_of, lnot, padded, per_lane, where
-from ...engine.rng import exponential_where, kernel_rng, kernel_rngs, local_rng, normal, release_rng, uniform
+from ...engine.dialect import interrupt
+from ...engine.dialect.dispatch import by_record
+from ...engine.dialect.interrupt import poll_mask, stop_requested
+from ...engine.dialect.jit import jit
+from ...engine.dialect.lanes import any_lane, lane_array, lane_of, lnot, padded, per_lane, where
+from ...engine.dialect.rng import exponential_where, kernel_rng, kernel_rngs, local_rng, normal, release_rng, uniform
 from ...inference.streaming import PathState, StreamLayout
 from ...privacy.mechanisms import gaussian_or_zero
 from ...recursion.kernels import sn_add, sn_read, sn_recentre_all, step_ratio_coefficients, step_size
@@ -190,7 +190,7 @@ def _add_clipped(X, y, xnorm, i, theta, model, clip, grad, take):
 
     ``grad l_i = r x_i`` with ``r = x_i'theta - y_i`` (linear) or
     ``s(x_i'theta) - y_i`` (logistic), so ``||grad l_i|| = |r| ||x_i||``.
-    Lane-generic (:mod:`ldpsim.engine.lanes`): with lanes, ``i`` is each
+    Lane-generic (:mod:`ldpsim.engine.dialect.lanes`): with lanes, ``i`` is each
     lane's index into its own data and ``take`` says which lanes add one.
     """
     d = grad.shape[0]
@@ -230,7 +230,7 @@ def _add_clipped_twin(X, y, xnorm, i, theta, model, clip, grad):
 def _dpsgd_path(rngs, X, y, xnorm, model, sampling, steps, m, c, gamma, clip, sigma1, inv_lambda, perm,
                 theta, grad, ref, s, a, t, block_len, blocks, block, batch_ends, batches, batch, counts, done, stop,
                 mask):
-    # Lane-generic (ldpsim.engine.lanes): one replication, or L side by side when handed kernel_rngs of L
+    # Lane-generic (ldpsim.engine.dialect.lanes): one replication, or L side by side when handed kernel_rngs of L
     # generators and LaneArrays (each lane's own data X, y, xnorm, perm, and its state); the lanes share the
     # schedule (steps, step sizes, block and batch ends), and each makes the draws and the arithmetic of a
     # path of its own in the same order, so its numbers do not depend on L.
@@ -319,7 +319,7 @@ def _dpsgd_path(rngs, X, y, xnorm, model, sampling, steps, m, c, gamma, clip, si
                 running = running & lnot(diverged)
                 if not any_lane(running):
                     break
-        if i & mask == 0 and stop_requested(stop):  # Ctrl-C (ldpsim.engine.interrupt)
+        if i & mask == 0 and stop_requested(stop):  # Ctrl-C (ldpsim.engine.dialect.interrupt)
             stopped = where(running, i, stopped)
             running = False
             break
@@ -343,7 +343,7 @@ def run_dpsgd_lanes(gens, data, model: str, sampling: str, steps: int, batch_siz
         As :func:`run_dpsgd`.
     width : int, optional
         Lanes of the kernel call (default ``len(gens)``); more are padded (they
-        run on the first dataset, unrecorded: :func:`~ldpsim.engine.lanes.padded`).
+        run on the first dataset, unrecorded: :func:`~ldpsim.engine.dialect.lanes.padded`).
 
     Returns
     -------
@@ -536,7 +536,7 @@ def _dpgd_path(stream, X, y, xnorm, model, steps, step, clip, noise_sd, theta, g
     n, d = X.shape
     inv_n = 1.0 / n
     for _ in range(steps):
-        if stop_requested(stop):  # Ctrl-C (ldpsim.engine.interrupt), before each pass over the n examples
+        if stop_requested(stop):  # Ctrl-C (ldpsim.engine.dialect.interrupt), before each pass over the n examples
             break
         for i in range(n):
             _add_clipped(X, y, xnorm, i, theta, model, clip, grad, True)

@@ -24,9 +24,9 @@ from functools import partial
 
 import numpy as np
 
-from ...engine.config import ConfigError, Key, Range, check_range, check_run_memory, show
-from ...engine.resources import FLOAT
-from ...engine.rng import as_generator
+from ...engine.runs.config import ConfigError, Key, Range, check_range, check_run_memory, show
+from ...engine.runs.resources import FLOAT
+from ...engine.dialect.rng import as_generator
 from ...inference import dpsgd as dpi
 from ...inference.intervals import (MIN_BOOTSTRAP_DRAWS, MULTIPLIERS, batch_means, block_bootstrap,
                                     block_bootstrap_draws, min_bootstrap_draws)
@@ -35,10 +35,9 @@ from ...privacy.accountants import ACCOUNTANTS, DEFAULT_ACCOUNTANT, DESCRIPTION,
 from ...privacy.clt import SAMPLINGS
 from ...privacy.gdp import gdp_mu
 from ...recursion.keys import GAMMA_WARNING_KINDS, MAX_STEPS, gamma_warnings
-from ...engine.lanes import vector_width
-from ..base import Study
+from ...engine.dialect.lanes import vector_width
+from ..base import MANY_BATCHES, Study
 from ...inference.intervals import resolved
-from ..coverage.study import MANY_BATCHES
 from . import glm
 from .calibration import (BUDGETS_OF, DEFAULT_CLIP, DEFAULT_CLIP_HESSIAN, DEFAULT_METHODS, DIM, METHODS,
                           SHARE_MOMENTS, calibrate,
@@ -138,7 +137,7 @@ class DpsgdStudy(Study):
         "delta": ("delta >= 1/n", "a release that publishes one random example outright is (0, 1/n)-DP: such a "
                   "delta protects nobody"),
     }
-    compute_sources = ("engine/dispatch.py", "engine/rng.py", "privacy", "inference", "recursion",
+    compute_sources = ("engine/dialect/dispatch.py", "engine/dialect/rng", "privacy", "inference", "recursion",
                        "studies/base.py", "studies/dpsgd/kernel.py", "studies/dpsgd/glm.py",
                        "studies/dpsgd/calibration.py", "studies/dpsgd/study.py")
     table_columns = {

@@ -1,7 +1,7 @@
 """Summaries of the DP-SGD study: intervals, accuracy and privacy, each statistic with its standard error.
 
 * ``summary``: one row per setting x method (DP-GD: x T2) x coordinate with
-  the coverage study's columns (:data:`ldpsim.studies.coverage.summary.STAT_COLUMNS`),
+  the coverage study's columns (:data:`ldpsim.studies.base.STAT_COLUMNS`),
   then ``mse``, ``mse_se``, ``T`` (iterations behind the estimate: ``T`` of
   DP-SGD, ``T2`` of DP-GD, 0 for the oracle) and the joint coverage. theta* is
   drawn per replication: ``theta_star`` is its mean, ``bias`` and ``sd`` are
@@ -29,13 +29,13 @@ import math
 
 import numpy as np
 
-from ...engine.config import Config
+from ...engine.runs.config import Config
 from ...inference.intervals import normal_quantile
 from ...privacy.accountants import ACCOUNTANTS, IS_BOUND, SUPPORTED, Unresolved, epsilon_pair
 from ...privacy.clt import NEIGHBOURS, clt_mu
 from ...privacy.gdp import compose, gdp_epsilon
 from ...reporting.stats import mean_se, proportion
-from ..coverage.summary import STAT_COLUMNS
+from ..base import STAT_COLUMNS
 from .calibration import PRIVATE_MOMENT_METHODS, calibrate, dpgd_mu, output_columns, path_target, undefined_methods
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...engine.config import ConfigError, Key, Range, as_float, as_int, show
-from ...engine.resources import FLOAT
+from ...engine.runs.config import ConfigError, Key, Range, as_float, as_int, show
+from ...engine.runs.resources import FLOAT
 from ...inference.methods import get, names
 from ...models.erm import ERM_MODELS, ErmModel, sphere_plane_rule
 from ...recursion.keys import MAX_STEPS

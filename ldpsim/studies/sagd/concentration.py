@@ -19,8 +19,8 @@ import math
 
 import numpy as np
 
-from ...engine.config import ConfigError, Key, Range, show
-from ...engine.rng import as_generator
+from ...engine.runs.config import ConfigError, Key, Range, show
+from ...engine.dialect.rng import as_generator
 from ...reporting.stats import mean_se
 from .accounting import lap_privacy, lemma1_check, sparse_privacy, theorem_range
 from .common import (
@@ -101,7 +101,7 @@ class ConcentrationStudy(SagdStudy):
         "theorem": ("T or C_s outside the range of Theorem 1 or 3",
                     "the bound d beta + d e^-mu is not claimed there (table.md lists the conditions)"),
     }
-    compute_sources = ("engine/rng.py", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",
+    compute_sources = ("engine/dialect/rng", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",
                        "studies/sagd/common.py", "studies/sagd/concentration.py")
     table_columns = {
         "summary": {"oracle": "text", "sigma": "number", "mu": "number", "frequency": "number",

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...engine.config import ConfigError, Key, Range, show
-from ...engine.rng import as_generator
+from ...engine.runs.config import ConfigError, Key, Range, show
+from ...engine.dialect.rng import as_generator
 from ...inference.methods import names
 from ...reporting.stats import mean_se
 from .accounting import lap_privacy, sparse_privacy
@@ -71,7 +71,7 @@ class GeneralizationStudy(SagdStudy):
     title = "Zhou et al. (2020) Section C: generalization gap of SAGD against RMSprop and Adam"
     keys = GENERALIZATION_KEYS
     tables = ("summary", "overfit", "privacy")
-    compute_sources = ("engine/rng.py", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",
+    compute_sources = ("engine/dialect/rng", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",
                        "studies/sagd/common.py", "studies/sagd/generalization.py")
 
     def make_setting(self, values):

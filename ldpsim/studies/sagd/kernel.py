@@ -51,10 +51,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...engine import interrupt
-from ...engine.interrupt import poll_mask, stop_requested
-from ...engine.jit import dual, jit
-from ...engine.rng import kernel_rng, local_rng, release_rng
+from ...engine.dialect import interrupt
+from ...engine.dialect.interrupt import poll_mask, stop_requested
+from ...engine.dialect.jit import dual, jit
+from ...engine.dialect.rng import kernel_rng, local_rng, release_rng
 from ...inference.methods import get, names
 from ...models.erm import draw_sample, empirical_gradient, empirical_loss, population_gradient, population_loss
 from ...privacy.mechanisms import laplace
@@ -130,7 +130,7 @@ def run_path(model, stream, X, y, run, w, work, mu, exceed, stats, ck, train, te
     ``work`` is a zeroed ``(6, d)`` scratch array (gradients, moments);
     ``exceed`` (int64, ``2 M + 1``), ``stats`` (``N_STATS``), ``train`` and
     ``test`` (``len(ck)``) are filled. Returns the number of steps done.
-    Stops early when ``stop`` (:data:`ldpsim.engine.interrupt.FLAG`) is set,
+    Stops early when ``stop`` (:data:`ldpsim.engine.dialect.interrupt.FLAG`) is set,
     looking at steps ``t`` with ``t & mask == 0``.
     """
     gen = local_rng(stream)  # the generator's state in registers; release_rng writes it back
@@ -157,7 +157,7 @@ def run_path(model, stream, X, y, run, w, work, mu, exceed, stats, ck, train, te
     for t in range(1, run.T + 1):
         if run.method == SPARSE and remaining == 0:
             break  # the budget is spent: Thresholdout answers no more queries
-        if t & mask == 0 and stop_requested(stop):  # Ctrl-C (ldpsim.engine.interrupt)
+        if t & mask == 0 and stop_requested(stop):  # Ctrl-C (ldpsim.engine.dialect.interrupt)
             break
         if run.n_batches == 1:
             lo, hi = 0, n

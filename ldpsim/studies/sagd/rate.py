@@ -13,7 +13,7 @@ constant of the rate, not its order in n. Each replication records
 ``(1/T) sum_t ||grad f(w_t)||^2`` (what the proof of Theorem 7 bounds;
 estimator ``mean``), with the exact population gradient. ``rates.csv`` has
 the least-squares slope of ``log E[.]`` against ``log n`` with a 95%
-delta-method interval (:func:`ldpsim.studies.trajectory.summary.rate_row`),
+delta-method interval (:func:`ldpsim.reporting.rates.rate_row`),
 next to the theorem's -2/3 (which ignores the logarithms, ``rho_(n,d)^2``).
 """
 
@@ -23,10 +23,10 @@ import math
 
 import numpy as np
 
-from ...engine.config import ConfigError, Key, Range, check_range, show
-from ...engine.rng import as_generator
+from ...engine.runs.config import ConfigError, Key, Range, check_range, show
+from ...engine.dialect.rng import as_generator
+from ...reporting.rates import rate_row
 from ...reporting.stats import mean_se
-from ..trajectory.summary import rate_row
 from .accounting import lap_privacy, sparse_privacy
 from .common import (
     DELTA_KEY, MODEL_KEYS, N_KEY, NODES_KEY, ORACLES, SPARSE_KEYS, UPDATE_KEYS, budget_key, SagdStudy,
@@ -78,7 +78,7 @@ class RateStudy(SagdStudy):
     title = "Zhou et al. (2020) Theorems 2 and 4: min_t ||grad f(w_t)||^2 against n with sigma = n^-1/3"
     keys = RATE_KEYS
     tables = ("summary", "rates", "privacy")
-    compute_sources = ("engine/rng.py", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",
+    compute_sources = ("engine/dialect/rng", "models/erm.py", "studies/base.py", "studies/sagd/kernel.py",
                        "studies/sagd/common.py", "studies/sagd/rate.py")
 
     def make_setting(self, values):

@@ -6,7 +6,7 @@ import math
 
 from tabulate import tabulate
 
-from ..trajectory.summary import format_rate
+from ...reporting.rates import format_rate
 
 
 def _num(x, digits: int = 4) -> str:

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...engine import interrupt
-from ...engine.interrupt import POLL_MASK, stop_requested
-from ...engine.jit import jit
-from ...engine.lanes import any_lane, lane_array, lane_of, lnot, padded, where
-from ...engine.rng import kernel_rngs, local_rng, release_rng
+from ...engine.dialect import interrupt
+from ...engine.dialect.interrupt import POLL_MASK, stop_requested
+from ...engine.dialect.jit import jit
+from ...engine.dialect.lanes import any_lane, lane_array, lane_of, lnot, padded, where
+from ...engine.dialect.rng import kernel_rngs, local_rng, release_rng
 from ...models import add_privatized_gradient, constrain
 from ...recursion.kernels import step_ratio_coefficients, step_size
 from ...recursion.twins import step_sizes_twin
@@ -38,7 +38,7 @@ from ...recursion.twins import step_sizes_twin
 @jit
 def _trajectory_path(params, rngs, n, batch_size, c, gamma, theta, theta_star, grad, dev, checkpoints, last,
                      average, stop, steps):
-    # Lane-generic (ldpsim.engine.lanes): one path, or L side by side (rngs of L generators, LaneArray state
+    # Lane-generic (ldpsim.engine.dialect.lanes): one path, or L side by side (rngs of L generators, LaneArray state
     # and records). theta starts at theta0; grad and dev are zeroed (d,) work arrays of the wrapper.
     # On return steps[0] is n, or the step at which the path stopped (it diverged, or the run was
     # interrupted); a lane that stopped keeps computing, unrecorded.
@@ -83,7 +83,7 @@ def _trajectory_path(params, rngs, n, batch_size, c, gamma, theta, theta_star, g
                 average[q, j] = dev[j] * inv_i
             q += 1
             next_ck = checkpoints[q] if q < n_ck else n + 1
-        if i & POLL_MASK == 0 and stop_requested(stop):  # Ctrl-C (ldpsim.engine.interrupt)
+        if i & POLL_MASK == 0 and stop_requested(stop):  # Ctrl-C (ldpsim.engine.dialect.interrupt)
             stopped = where(running, i, stopped)
             running = False
             break
@@ -96,7 +96,7 @@ def run_trajectories(model, gens, n: int, c: float, gamma: float, theta0: float,
     """:func:`run_trajectory` for the replications of ``gens`` side by side (lanes): one result per generator.
 
     One kernel call of ``width`` lanes (default ``len(gens)``; more are padded)
-    advances every path (:mod:`ldpsim.engine.lanes`); path ``l`` is the one
+    advances every path (:mod:`ldpsim.engine.dialect.lanes`); path ``l`` is the one
     :func:`run_trajectory` gives for ``gens[l]`` alone, to the bit.
     """
     count = len(gens)

@@ -29,18 +29,19 @@ from functools import partial
 
 import numpy as np
 
-from ...engine.usercode import display
-from ...engine.config import ConfigError, Key, Range, check_range
-from ...engine.lanes import vector_width
-from ...engine.rng import as_generator
+from ...engine.runs.usercode import display
+from ...engine.runs.config import ConfigError, Key, Range, check_range
+from ...engine.dialect.lanes import vector_width
+from ...engine.dialect.rng import as_generator
 from ...inference.streaming import checkpoint_grid
 from ...models import MODELS, build_model, model_class
 from ...recursion.keys import GAMMA_WARNING_KINDS, N_KEY, PATH_KEYS, gamma_warnings, path_seconds, path_seed_key, \
     path_values, validate_path, with_model_keys
+from ...reporting.rates import rate_row
 from ...reporting.stats import mean_se
 from ..base import Study, pilot_n
 from .kernel import replication, replications, run_trajectories, squared_norms
-from .summary import rate_row, trajectory_rows
+from .summary import trajectory_rows
 from .theory import THEORIES, linearized_curves, mean_field, theory_slope
 
 #: The estimators a replication records, as ``summary.csv`` and ``rates.csv`` name them.
@@ -127,8 +128,8 @@ class TrajectoryStudy(Study):
     }
     warning_kinds = GAMMA_WARNING_KINDS
     # what a chunk holds: kernel.py's replication (the summaries of study.py are recomputed on --resume)
-    compute_sources = ("engine/dispatch.py", "engine/rng.py", "privacy", "models", "inference/streaming.py",
-                       "recursion", "studies/base.py", "studies/trajectory/kernel.py")
+    compute_sources = ("engine/dialect/dispatch.py", "engine/dialect/rng", "privacy", "models",
+                       "inference/streaming.py", "recursion", "studies/base.py", "studies/trajectory/kernel.py")
 
     def config_keys(self, mapping):
         return with_model_keys(self.keys, mapping)

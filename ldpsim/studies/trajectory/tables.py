@@ -7,7 +7,7 @@ import math
 from tabulate import tabulate
 
 from ...reporting.csvio import columns_before
-from .summary import format_rate
+from ...reporting.rates import format_rate
 
 #: What each metric's distance is, in the tables' prose.
 METRIC_TEXT = {"parameter": "E||. - theta*||^2", "loss": "E[F(.) - F(theta*)]"}

@@ -36,7 +36,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ...engine.jit import jit
+from ...engine.dialect.jit import jit
 from ...recursion.kernels import step_ratio_coefficients, step_size
 from ...reporting.reference import paper_tables
 

@@ -10,7 +10,7 @@ compare, off the hot path. When it is set the kernel returns at once, and
 its Python wrapper calls :func:`check`, which raises :class:`Interrupted`
 instead of handing back a half-finished path.
 
-Who sets it: the driver (:mod:`ldpsim.engine.driver`), when the main thread
+Who sets it: the driver (:mod:`ldpsim.engine.runs.driver`), when the main thread
 receives ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM turned into one by the
 CLI) while tasks run in this process, in threads (``--backend threading``,
 or ``--n-jobs 1``, whose tasks run in one worker thread so that the main

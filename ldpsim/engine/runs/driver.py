@@ -1,12 +1,12 @@
 """Monte Carlo driver: the replications of every setting, in parallel, resumable.
 
 Replication ``r`` of a setting draws everything from
-``SeedSequence(root, spawn_key=(setting.seed_key, r))`` (:mod:`ldpsim.engine.rng`),
+``SeedSequence(root, spawn_key=(setting.seed_key, r))`` (:mod:`ldpsim.engine.dialect.rng`),
 so results do not depend on ``n_jobs``, the backend or the order in which
 chunks finish. Replications run in chunks (one joblib task each) through the
 study's :meth:`~ldpsim.studies.base.Study.run_chunk`; the driver knows
 nothing of what they hold. Workers return their chunk to the driver process,
-which writes it to ``<out>/chunks/`` (:mod:`ldpsim.engine.chunks`) as soon as it
+which writes it to ``<out>/chunks/`` (:mod:`ldpsim.engine.runs.chunks`) as soon as it
 arrives: workers, on a cluster perhaps other machines, need no access to the
 output directory, an interrupted run loses only the chunks in flight, and
 ``resume=True`` skips the saved ones. Settings that share their paths (the
@@ -19,7 +19,7 @@ Each chunk is saved with the seconds its replications took to compute
 ``--resume`` reports the compute time of all its chunks, whichever
 invocation computed them (``stats``). Ctrl-C (or SIGTERM, which the CLI turns
 into it) stops the kernels running in this process within a poll of
-:mod:`ldpsim.engine.interrupt`: a run on one worker runs its tasks in a
+:mod:`ldpsim.engine.dialect.interrupt`: a run on one worker runs its tasks in a
 worker thread, so that the main thread is free to receive the signal.
 """
 
@@ -32,8 +32,9 @@ from typing import Callable
 
 from joblib import Parallel, delayed, effective_n_jobs
 
+from ..dialect import interrupt
 from . import chunks as store
-from . import compiling, interrupt, usercode
+from . import compiling, usercode
 from .backends import LOCAL, STREAMING, BackendError, check_backend, joblib_backend, local_workers, resolve_backend
 from .config import Config
 
@@ -66,7 +67,7 @@ def _run_tasks(calls: list, n_jobs: int, streaming: bool, in_thread: bool = Fals
     """Yield task results as they finish (or, without streaming, wave by wave).
 
     ``in_thread``: one after the other, each in a worker thread while this
-    thread waits, free to receive Ctrl-C (:func:`ldpsim.engine.interrupt.in_worker_thread`).
+    thread waits, free to receive Ctrl-C (:func:`ldpsim.engine.dialect.interrupt.in_worker_thread`).
     """
     if in_thread:
         for func, args, kwargs in calls:
@@ -97,7 +98,7 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "auto", schedul
     n_jobs : int
         joblib workers (-1: all cores). Never changes the results.
     backend : {'auto', 'loky', 'threading', 'dask', 'ray'}
-        joblib backend (:mod:`ldpsim.engine.backends`). Kernels release the
+        joblib backend (:mod:`ldpsim.engine.runs.backends`). Kernels release the
         GIL, so threads run in parallel (``auto``: threads for the studies
         whose replications are kernels, processes for the others); ``dask``
         and ``ray`` run on a cluster.

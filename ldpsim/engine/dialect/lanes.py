@@ -2,11 +2,11 @@
 
 A path kernel is written once, in plain numba, for one replication: floats,
 ``(d,)`` arrays, a generator. Handed the generators of ``L`` replications
-(:func:`ldpsim.engine.rng.kernel_rngs`) and arrays with a trailing lane axis
+(:func:`ldpsim.engine.dialect.rng.kernel_rngs`) and arrays with a trailing lane axis
 (:class:`LaneArray`), the same source compiles to a kernel that advances all
 ``L`` at once: each float becomes a :class:`LaneVector` (an LLVM
 ``<L x double>``, one SIMD register at ``L = 8`` on AVX-512), each draw a
-vector draw (:mod:`ldpsim.engine.rng`), each arithmetic operation one vector
+vector draw (:mod:`ldpsim.engine.dialect.rng`), each arithmetic operation one vector
 instruction. Lane ``l`` makes exactly the operations of a run of its own, in
 the same order and in IEEE arithmetic (no fused or reassociated operations),
 so its numbers are that run's to the bit, whatever ``L``.

@@ -3,7 +3,7 @@
 Numba keys a cache entry on the source file of the cached function and the
 types of its arguments. A kernel compiles much more than its own file: the
 model's gradient and the mechanism's release (``by_record``), the draws of
-:mod:`ldpsim.engine.rng`, the lane dialect, constants of other modules. An
+:mod:`ldpsim.engine.dialect.rng`, the lane dialect, constants of other modules. An
 edit of one of those would leave numba loading old machine code (numba
 issues 1833, 9483). Four changes to numba's cache, made once when ldpsim is
 imported, make it exact and keep it across unrelated edits:

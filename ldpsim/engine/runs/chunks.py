@@ -26,7 +26,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from .jit import source_hash
+from ..dialect.jit import source_hash
 from .outdir import temporary_beside
 
 #: Bumped when the chunk file layout changes (1: the coverage study's arrays
@@ -41,7 +41,7 @@ CHUNK_STEPS = 20_000_000
 #: Never more replications than this in one chunk.
 MAX_CHUNK_REPS = 50
 #: Chunks hold a multiple of this many replications, and at least this many (never more than MAX_CHUNK_REPS):
-#: a lanes kernel (ldpsim.engine.lanes) of up to this many lanes fills each of its calls, even at n = 1e8,
+#: a lanes kernel (ldpsim.engine.dialect.lanes) of up to this many lanes fills each of its calls, even at n = 1e8,
 #: where a chunk of CHUNK_STEPS would hold one replication.
 LANE_QUANTUM = 8
 
@@ -115,7 +115,7 @@ def save_chunk(path: Path, arrays: dict[str, np.ndarray], seconds: float = float
     The arrays go to a temporary file ``.<name>.*.tmp`` beside it, which is
     flushed to disk and then renamed over ``path``. A run killed in between
     leaves only the temporary file, which the next run into the directory
-    removes (:func:`ldpsim.engine.outdir.open_output`).
+    removes (:func:`ldpsim.engine.runs.outdir.open_output`).
     """
     tmp = None
     try:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 #: A run may plan to use at most this fraction of the machine's physical memory.
 MEMORY_FRACTION = 0.5

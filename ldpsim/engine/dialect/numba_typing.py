@@ -2,8 +2,8 @@
 
 ldpsim's kernels are written once and specialised by records (models,
 mechanisms, the zoo's parts, the lanes' vectors): most functions they call are
-``@overload(..., inline="always")`` functions (:func:`ldpsim.engine.dispatch.by_record`,
-:func:`ldpsim.engine.jit.dual`, the zoo's hooks, the lane dialect's operators),
+``@overload(..., inline="always")`` functions (:func:`ldpsim.engine.dialect.dispatch.by_record`,
+:func:`ldpsim.engine.dialect.jit.dual`, the zoo's hooks, the lane dialect's operators),
 and every number they touch goes through numba's resolution of an operator.
 Three costs of numba's compiler that such code multiplies, and what
 :func:`install` does about each:
@@ -44,7 +44,7 @@ numba's fresh IR had:
 the machine code is the same, which the kernel twins and the committed
 results, reproduced byte for byte, test. The sources read by the first typing
 are remembered with it, so that the cache entry of every kernel that uses it
-records them (:mod:`ldpsim.engine.numba_cache`).
+records them (:mod:`ldpsim.engine.dialect.numba_cache`).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _key(context, args, kws) -> tuple:
 
 def _generic(self, args, kws):
     cls = type(self)
-    note_function(cls._overload_func)  # the typer's code decides what compiles (ldpsim.engine.numba_cache)
+    note_function(cls._overload_func)  # the typer's code decides what compiles (ldpsim.engine.dialect.numba_cache)
     if self._inline.is_never_inline or not _ours(cls):
         return _original_generic(self, args, kws)
     if "_ldpsim_typed" not in cls.__dict__:  # (per template class: numba creates one per overload)

@@ -14,8 +14,8 @@ by ``RAY_ADDRESS`` or on a local Ray instance started and stopped here.
 ``dask`` needs the ``cluster`` extra, ``ray`` the ``ray`` extra.
 
 The backend never changes the results: every replication seeds itself from
-its identity (:mod:`ldpsim.engine.rng`), and workers return their chunks to this
-process, which saves them (:func:`ldpsim.engine.driver.simulate`), so workers need
+its identity (:mod:`ldpsim.engine.dialect.rng`), and workers return their chunks to this
+process, which saves them (:func:`ldpsim.engine.runs.driver.simulate`), so workers need
 no shared disk.
 """
 
@@ -27,7 +27,7 @@ import numbers
 import os
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 #: The ``--backend`` choices.
 BACKENDS = ("auto", "loky", "threading", "dask", "ray")
@@ -38,7 +38,7 @@ EXTRAS = {"dask": ("distributed", "cluster"), "ray": ("ray.util.joblib", "ray")}
 #: Backends whose joblib ``Parallel`` can hand results over as they finish
 #: (``return_as="generator_unordered"``). Ray's backend is built on
 #: ``multiprocessing.Pool``, for which joblib refuses generators; it runs in
-#: waves instead (:func:`ldpsim.engine.driver.simulate`).
+#: waves instead (:func:`ldpsim.engine.runs.driver.simulate`).
 STREAMING = ("loky", "threading", "dask")
 #: Local runs start at most this many workers per core (more only costs memory).
 MAX_WORKERS_PER_CORE = 8

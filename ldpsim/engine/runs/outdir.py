@@ -32,8 +32,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import ConfigError
 from .config import show
-from .errors import ConfigError
 
 try:  # POSIX; elsewhere runs go without the lock
     import fcntl

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import yaml
 
-from .errors import ConfigError, ConfigWarning
+from ..errors import ConfigError, ConfigWarning
 
 
 class _Shown(reprlib.Repr):
@@ -271,7 +271,7 @@ class Setting:
         Grid key -> value, in the study's key order.
     seed_key : int
         Replication ``r`` of the setting draws from
-        ``SeedSequence(root, spawn_key=(seed_key, r))`` (:mod:`ldpsim.engine.rng`).
+        ``SeedSequence(root, spawn_key=(seed_key, r))`` (:mod:`ldpsim.engine.dialect.rng`).
     """
 
     __slots__ = ("_values", "seed_key")

@@ -17,7 +17,7 @@ A file is executed as a module named ``ldpsim_user_<hash>`` (the SHA-256 of
 its bytes): two files that define records of the same name are different
 modules, an edited file is a new one, and numba's cache keys a kernel
 compiled for a user's record on that source
-(:mod:`ldpsim.engine.numba_cache`). Everything that can go wrong in a user's
+(:mod:`ldpsim.engine.dialect.numba_cache`). Everything that can go wrong in a user's
 file (not found, a syntax error, an exception at import, no such class, not
 a model) is a :class:`~ldpsim.engine.errors.ConfigError` of one line.
 """
@@ -36,8 +36,8 @@ import types as pytypes
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError
-from .numba_cache import USER_MODULE_PREFIX
+from ..dialect.numba_cache import USER_MODULE_PREFIX
+from ..errors import ConfigError
 
 #: Hex digits of the source hash a canonical value carries.
 HASH_DIGITS = 16
@@ -160,7 +160,7 @@ def draws_twice(draw, count: int) -> tuple[list, list]:
     gives different ones, and no run of it could be reproduced.
     Exceptions of the user's code go to the caller.
     """
-    from .rng import as_generator
+    from ..dialect.rng import as_generator
 
     def once():
         gen = as_generator(0)

@@ -4,7 +4,7 @@ A study's :meth:`~ldpsim.studies.base.Study.warm_up` calls each kernel a run
 needs once, on a tiny input. :func:`plan` runs its units with numba's
 dispatchers intercepted: a call from Python to a kernel is recorded with its
 argument types and whether it is fresh in the cache
-(:func:`ldpsim.engine.numba_cache.cached`), and skipped (its outputs stay as
+(:func:`ldpsim.engine.dialect.numba_cache.cached`), and skipped (its outputs stay as
 the wrapper allocated them) unless it is compiled in this process already.
 The result lists every kernel the run will call and whether numba must
 compile it, before a second of compilation and without loading a kernel
@@ -31,8 +31,8 @@ import pickle
 import time
 from dataclasses import dataclass, field
 
-from .jit import DISABLED
-from .numba_cache import USER_MODULE_PREFIX
+from ..dialect.jit import DISABLED
+from ..dialect.numba_cache import USER_MODULE_PREFIX
 
 
 @dataclass
@@ -93,7 +93,7 @@ def _intercepted(found: list, seen: set):
     """Numba's dispatchers, while the block runs: compiled or cached kernels run, the others are recorded."""
     from numba.core.dispatcher import Dispatcher
 
-    from .numba_cache import cached
+    from ..dialect.numba_cache import cached
 
     call = Dispatcher.__call__  # (numba's own, inherited from its C base: restored by deleting ours)
 
@@ -192,8 +192,8 @@ def compile_kernels(kernels, workers: int) -> None:
         kernel.dispatcher.compile(kernel.argtypes)
 
 
-#: Modules whose records are the kernels' machinery (generators, streams, the zoo's state), not what they model.
-_MACHINERY = ("ldpsim.engine.", "ldpsim.recursion.", "ldpsim.inference.")
+#: Modules whose records are the kernels' machinery (generators, lanes, streams, the zoo's state), not what they model.
+_MACHINERY = ("ldpsim.engine.dialect.", "ldpsim.recursion.", "ldpsim.inference.")
 
 
 def _record_text(ty) -> str:
@@ -206,10 +206,10 @@ def _record_text(ty) -> str:
 def prepare(study, config, lanes=None, workers: int = 1, log=None) -> KernelPlan:
     """Have every kernel of a run compiled (on ``workers`` cores) or in the cache, before its replications start.
 
-    ``log`` gets a line when the compilation takes a while (:func:`ldpsim.engine.interrupt.while_compiling`);
+    ``log`` gets a line when the compilation takes a while (:func:`ldpsim.engine.dialect.interrupt.while_compiling`);
     without it, the compilation runs in this thread, unsaid.
     """
-    from . import interrupt
+    from ..dialect import interrupt
 
     def run(func, what):
         if log is None:
@@ -260,7 +260,7 @@ def describe_types(argtypes) -> dict:
     """What a kernel's argument types say in words: its model record, its lanes and the zoo's parts it runs."""
     from numba.core import types
 
-    from .lanes import LaneArrayType, LaneVector
+    from ..dialect.lanes import LaneArrayType, LaneVector
 
     record, lanes, parts = None, 1, []
     seen: set = set()

@@ -7,7 +7,7 @@ is honoured), unless the user set ``NUMBA_CACHE_DIR`` themselves. Numba
 itself only notices edits to the file that holds the cached function, not to
 the functions it calls from other modules (a model's gradient is called by
 the recursion kernels in ``recursion/kernels.py``): each entry carries the
-sources it was compiled from (:mod:`ldpsim.engine.numba_cache`), so that an
+sources it was compiled from (:mod:`ldpsim.engine.dialect.numba_cache`), so that an
 edit recompiles the kernels that read the edited file, and only those. This
 must run before numba is imported, which is why ``ldpsim/__init__.py``
 imports this module first.
@@ -21,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # ldpsim/
+_PACKAGE_DIR = Path(__file__).resolve().parents[2]  # ldpsim/
 
 
 def source_hash(names=None) -> str:
@@ -52,11 +52,11 @@ from numba.extending import overload  # noqa: E402
 
 from . import numba_cache, numba_typing  # noqa: E402
 
-numba_cache.install()  # cache keys that know users' files (ldpsim.engine.numba_cache)
-numba_typing.install()  # an inlined overload typed once per argument types (ldpsim.engine.numba_typing)
+numba_cache.install()  # cache keys that know users' files (ldpsim.engine.dialect.numba_cache)
+numba_typing.install()  # an inlined overload typed once per argument types (ldpsim.engine.dialect.numba_typing)
 
 #: Whether numba compiles nothing (``NUMBA_DISABLE_JIT=1``): every kernel then runs as plain Python,
-#: drawing from numpy's ``Generator`` itself (:func:`ldpsim.engine.rng.kernel_rng`), the same numbers.
+#: drawing from numpy's ``Generator`` itself (:func:`ldpsim.engine.dialect.rng.kernel_rng`), the same numbers.
 DISABLED = bool(numba.config.DISABLE_JIT)
 
 #: Options of every ldpsim kernel: cached on disk, GIL released (thread
@@ -82,7 +82,7 @@ BORROW_OPTIONS = {**JIT_OPTIONS, "_nrt": False}
 
 #: Added for functions that only kernels call: no Python or C wrapper is compiled (that of a zoo hook,
 #: unboxing every array of the zoo's records, cost more to compile than the hook). A call from Python is
-#: refused (:mod:`ldpsim.engine.numba_typing`); its ``.py_func`` is the plain-Python original.
+#: refused (:mod:`ldpsim.engine.dialect.numba_typing`); its ``.py_func`` is the plain-Python original.
 KERNEL_ONLY_OPTIONS = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 #: Options of the implementations of ldpsim's numba overloads (:func:`dual`, ``by_record``, the lane dialect,
@@ -128,9 +128,9 @@ def dual(func=None, *, inline=False):
 
     Python calls run ``func`` itself (so a kernel's Python twin is plain
     Python all the way down); inside jitted code numba compiles ``func``
-    through an overload, as :func:`ldpsim.engine.dispatch.by_record` does
+    through an overload, as :func:`ldpsim.engine.dialect.dispatch.by_record` does
     for model records. The functions it calls must be ``dual`` too (or the
-    draws of :mod:`ldpsim.engine.rng`). ``inline=True`` inlines it in numba's
+    draws of :mod:`ldpsim.engine.dialect.rng`). ``inline=True`` inlines it in numba's
     IR, for functions that take the generator (a call would reference-count
     it, which costs more than a draw); others are left to LLVM.
     """
