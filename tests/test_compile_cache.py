@@ -227,7 +227,7 @@ def test_a_kernel_only_function_is_refused_from_python_not_crashed():
 def test_an_entry_is_saved_under_a_lock_on_its_index(tmp_path):
     # numba saves an entry by reading the index, adding the entry and writing index and data back, unlocked: two
     # processes that finish two specialisations of one function at once (compile_kernels' workers) could take the
-    # same data file, and lose an entry or point it at the other's machine code (ldpsim.engine.numba_cache._save)
+    # same data file, and lose an entry or point it at the other's machine code (ldpsim.engine.dialect.numba_cache._save)
     import fcntl
     import threading
 

@@ -38,7 +38,7 @@ imported, make it exact and keep it across unrelated edits:
   the platform has it): numba reads the index, adds the entry and writes the
   index and the data file without one, so two processes that finished
   compiling two specialisations of one function at once (the workers of
-  :func:`ldpsim.engine.compiling.compile_kernels`, pytest's workers) could
+  :func:`ldpsim.engine.runs.compiling.compile_kernels`, pytest's workers) could
   both take the same data file name, and one entry be lost or point at the
   other's machine code.
 """
