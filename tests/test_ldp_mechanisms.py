@@ -851,3 +851,18 @@ def test_a_deferred_truth_that_is_not_finite_is_refused_at_the_compile_step(fres
     with pytest.raises(ldpsim.ConfigError, match=r"model 'linear' cannot be computed in floating point at epsilon = 1"
                        r".*asymptotic variance is not a positive finite number"):
         config.study.settle(config)
+
+
+@pytest.mark.parametrize("epsilon", [20.0, 700.0, 1e300])
+def test_nprr_beyond_its_largest_grid_is_refused_in_one_line(epsilon):
+    # the entropy rule's grid grows like e^epsilon (G = 2863 at 8, 4.7e8 at 20, 1e303 at 700): numpy's "Maximum
+    # allowed size exceeded" came from deep inside (issue 44); the largest epsilon allowed is said
+    from ldpsim.privacy.mechanisms.nprr import MAX_GRID, max_grid_epsilon
+
+    with pytest.raises(ldpsim.ConfigError, match=r"^mechanism = 'nprr' at epsilon = .* per coordinate: the entropy "
+                       r"rule's grid would have G = .* cells, more than the 10\^6 ldpsim builds NPRR with; allowed: "
+                       r"epsilon <= 13\.\d per coordinate"):
+        ldpsim.load_config({"model": "mean", "mechanism": "nprr", "epsilon": epsilon, "n": 1000, "reps": 2})
+    edge = max_grid_epsilon()
+    assert nprr_entropy_rule(edge)[0] <= MAX_GRID < nprr_entropy_rule(edge + 0.1)[0]
+    assert NPRR(8.0, np.ones(1)).G == 2863  # the committed runs' budgets are untouched

@@ -18,6 +18,7 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from ...engine.dialect.lanes import where
+from ...engine.errors import ConfigError
 from ...engine.dialect.rng import uniform
 from .bounded import Coordinatewise, clamp
 from .kernel import register_release
@@ -56,6 +57,21 @@ def nprr_entropy_rule(epsilon: float) -> tuple[int, float]:
     low, high = int(math.floor(g_star)), int(math.ceil(g_star))
     G = low if _nprr_entropy(r_of(low), epsilon) < _nprr_entropy(r_of(high), epsilon) else high
     return G, r_of(G)
+
+
+#: The largest grid NPRR is built with: its worst-case variance is evaluated on ``20 G + 1`` points of
+#: ``[-1, 1]`` (:attr:`NPRR.variance`), and its confidence sets count the grid's ``G + 1`` values. The entropy
+#: rule's ``G`` grows like ``e^epsilon``: ``G = 2863`` at epsilon 8, about ``10^6`` at 13.8, ``10^303`` at 700.
+MAX_GRID = 10**6
+
+
+def max_grid_epsilon() -> float:
+    """The largest per-coordinate epsilon whose entropy-rule grid has at most :data:`MAX_GRID` cells (bisection)."""
+    low, high = 1.0, 40.0
+    for _ in range(40):
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if nprr_entropy_rule(mid)[0] <= MAX_GRID else (low, mid)
+    return low
 
 
 def nprr_epsilon(G: int, r: float) -> float:
@@ -101,7 +117,17 @@ class NPRR(Coordinatewise):
         if (self.G is None) != (self.r is None):
             raise ValueError("give both G and r, or neither")
         if self.G is None:
-            G, r = nprr_entropy_rule(self.coordinate_epsilon)
+            if math.isfinite(self.coordinate_epsilon) and self.coordinate_epsilon > 40.0:  # e^eps overflows at 710
+                G = math.inf
+            else:
+                G, r = nprr_entropy_rule(self.coordinate_epsilon)
+            if G > MAX_GRID:
+                cells = (f"{G:.3g}" if math.isfinite(G)
+                         else f"about 10^{self.coordinate_epsilon / math.log(10.0):.3g}")  # G ~ e^epsilon
+                raise ConfigError(f"mechanism = 'nprr' at epsilon = {self.coordinate_epsilon:g} per coordinate: the "
+                                  f"entropy rule's grid would have G = {cells} cells, more than the 10^6 ldpsim "
+                                  f"builds NPRR with; allowed: epsilon <= {max_grid_epsilon():.1f} per coordinate "
+                                  "(epsilon / d for a vector)")
             object.__setattr__(self, "G", G)
             object.__setattr__(self, "r", r)
         elif abs(nprr_epsilon(self.G, self.r) - self.coordinate_epsilon) > 1e-9 * self.coordinate_epsilon:
@@ -154,4 +180,4 @@ class NPRR(Coordinatewise):
 register("nprr", NPRR, "nonparametric randomized response (Waudby-Smith, Wu & Ramdas 2023), each coordinate at "
          "epsilon / d", "release", one_dimensional=True, audit_dims=(1,))
 
-__all__ = ["NPRR", "NPRRRelease", "nprr_entropy_rule", "nprr_epsilon"]
+__all__ = ["MAX_GRID", "NPRR", "NPRRRelease", "max_grid_epsilon", "nprr_entropy_rule", "nprr_epsilon"]
