@@ -98,6 +98,27 @@ def test_a_model_of_an_importable_module(tmp_path, monkeypatch):
     assert build_model(s).theta_star()[0] == 0.0
 
 
+def test_a_model_a_package_re_exports_is_hashed_where_it_is_defined(tmp_path, monkeypatch):
+    # the setting's hash is the defining module's (canonical); resolve compared the package's own file with it and
+    # refused every re-exported class as "differs from the one the run was started with" (issue 44)
+    from ldpsim.extend import Model
+
+    (tmp_path / "userpkg_reexport").mkdir()
+    write(tmp_path / "userpkg_reexport", "inner.py", MY_QUANTILE)
+    write(tmp_path / "userpkg_reexport", "__init__.py", "from .inner import MyQuantile\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    s = load_config(dict(QUICK, model="userpkg_reexport:MyQuantile")).settings[0]
+    assert s.model.startswith("userpkg_reexport:MyQuantile#")
+    assert usercode.resolve(s.model, Model).__module__ == "userpkg_reexport.inner"
+
+
+@pytest.mark.parametrize("key, value", [("model", "ldpsim.extend:Model"), ("mechanism", "ldpsim.extend:Mechanism")])
+def test_naming_the_extension_base_class_itself_is_one_line(key, value):
+    with pytest.raises(ConfigError, match=rf"^{key} = '{value}': \w+ is ldpsim.extend's base class itself, which "
+                       r"computes nothing; give a subclass of it that you wrote"):
+        load_config(dict(QUICK, **{key: value}))
+
+
 # --- keys -------------------------------------------------------------------------------------------
 
 def test_keys_of_a_user_model_validate_make_grids_and_take_the_models_defaults():

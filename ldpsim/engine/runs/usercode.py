@@ -286,6 +286,9 @@ def _class_in(module, spec: Spec, base: type, what: str, text: str) -> type:
         found = sorted(k for k, v in vars(module).items() if isinstance(v, type) and issubclass(v, base) and v is not base)
         hint = f"; it defines {', '.join(found)}" if found else f"; it defines no {base.__name__} subclass"
         raise ConfigError(f"{what} = {text!r}: {where} has no class {spec.name!r}{hint}")
+    if cls is base:
+        raise ConfigError(f"{what} = {text!r}: {spec.name} is ldpsim.extend's base class itself, which computes "
+                          f"nothing; give a subclass of it that you wrote ('path/to/file.py:My{base.__name__}')")
     if not (isinstance(cls, type) and issubclass(cls, base)):
         kind = "a class" if isinstance(cls, type) else f"a {type(cls).__name__}"
         raise ConfigError(f"{what} = {text!r}: {spec.name} is {kind}, not a subclass of ldpsim.extend.{base.__name__}")
@@ -324,11 +327,14 @@ def resolve(value, base: type, what: str = "model") -> type:
         module = load_file(path, what, value)
     else:
         module = _import(spec.target, what, value)
-        if spec.digest is not None:
-            current = _module_digest(module)[:HASH_DIGITS]
+        cls = _class_in(module, spec, base, what, value)
+        if spec.digest is not None:  # the module that defines the class, as canonical() hashed it (a package may
+            # re-export it from a module of its own)
+            current = _module_digest(sys.modules.get(cls.__module__, module))[:HASH_DIGITS]
             if current and current != spec.digest:
                 raise ConfigError(f"{what} module {spec.target} differs from the one the run was started with "
                                   f"(SHA-256 {current}..., the run's {spec.digest}...)")
+        return cls
     return _class_in(module, spec, base, what, value)
 
 
