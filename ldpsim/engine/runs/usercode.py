@@ -324,18 +324,16 @@ def resolve(value, base: type, what: str = "model") -> type:
                 raise ConfigError(f"{what} file {str(path)!r} on {socket.gethostname()} differs from the one the run "
                                   f"was started with (SHA-256 {current[:HASH_DIGITS]}..., the run's {spec.digest}...): "
                                   "copy the same file there, or restart the run")
-        module = load_file(path, what, value)
-    else:
-        module = _import(spec.target, what, value)
-        cls = _class_in(module, spec, base, what, value)
-        if spec.digest is not None:  # the module that defines the class, as canonical() hashed it (a package may
-            # re-export it from a module of its own)
-            current = _module_digest(sys.modules.get(cls.__module__, module))[:HASH_DIGITS]
-            if current and current != spec.digest:
-                raise ConfigError(f"{what} module {spec.target} differs from the one the run was started with "
-                                  f"(SHA-256 {current}..., the run's {spec.digest}...)")
-        return cls
-    return _class_in(module, spec, base, what, value)
+        return _class_in(load_file(path, what, value), spec, base, what, value)
+    module = _import(spec.target, what, value)
+    cls = _class_in(module, spec, base, what, value)
+    if spec.digest is not None:  # the module that defines the class, as canonical() hashed it (a package may
+        # re-export it from a module of its own)
+        current = _module_digest(sys.modules.get(cls.__module__, module))[:HASH_DIGITS]
+        if current and current != spec.digest:
+            raise ConfigError(f"{what} module {spec.target} differs from the one the run was started with "
+                              f"(SHA-256 {current}..., the run's {spec.digest}...)")
+    return cls
 
 
 def canonical(value, base: type, what: str = "model") -> str:

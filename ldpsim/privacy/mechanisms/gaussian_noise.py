@@ -116,7 +116,7 @@ def classical_gaussian_sigma(epsilon, delta, sensitivity) -> float:
     """
     _check_epsilon(epsilon)
     _check_sensitivity(sensitivity)
-    if not 0.0 < delta < 1.0:
+    if delta is None or not 0.0 < delta < 1.0:
         raise ValueError(f"delta must be in (0, 1), got {delta}")
     if math.isinf(epsilon):
         return 0.0
@@ -314,12 +314,6 @@ def _add_uniform_budget_gaussian(noise, gen, out):
 register_additive_vector(UniformBudgetGaussianNoise)  # the online models' calls: add_released(_joint)
 
 
-def _classical_numerator(dim, sensitivity, delta):
-    if delta is None or not 0.0 < delta < 1.0:
-        raise ValueError(f"delta must be in (0, 1), got {delta}")
-    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta))
-
-
 # the analytic calibration is a root search: no per-user form
 register("gaussian", Gaussian, "Gaussian noise, analytically calibrated to (epsilon, delta) exactly (Balle & Wang 2018)",
          "additive", online=True, delta=True, calibration=OnlineCalibration(
@@ -328,7 +322,7 @@ register("gaussian_classical", ClassicalGaussian, "Gaussian noise with the class
          "sqrt(2 ln(1.25 / delta)) / epsilon", "additive", bounded=False, online=True, per_user=True, delta=True,
          calibration=OnlineCalibration(
              make=lambda budget, dim, sensitivity, delta: ClassicalGaussian(budget, delta, sensitivity),
-             numerator=_classical_numerator,
+             numerator=lambda dim, sensitivity, delta: classical_gaussian_sigma(1.0, delta, sensitivity),
              per_user_text="(epsilon_i, delta = {delta})-LDP for epsilon_i < 1 (Gaussian, classical calibration, "
                            "sd {numerator:.4g} / epsilon_i)",
              per_user_record=UniformBudgetGaussianNoise))
