@@ -9,7 +9,8 @@ import pytest
 from scipy import signal, stats
 
 from ldpsim.inference import intervals as inference
-from ldpsim.inference.critical_values import random_scaling_coverage, random_scaling_critical_value
+from ldpsim.inference.critical_values import (_RS_COMPUTED, _solve_critical_value, random_scaling_coverage,
+                                              random_scaling_critical_value)
 from ldpsim.models import QuantileModel
 from ldpsim.inference.streaming import PathState, StreamLayout
 from ldpsim.recursion.twins import state_from_definitions
@@ -31,6 +32,14 @@ def test_sn_critical_value_inverts_coverage_and_increases():
     assert all(a < b for a, b in zip(values, values[1:]))
     for lv, cv in zip(levels, values):
         assert abs(random_scaling_coverage(cv) - lv) < 1e-9
+
+
+@pytest.mark.parametrize("level", sorted(_RS_COMPUTED))
+def test_sn_critical_values_kept_are_the_computed_ones(level):
+    # the kept table is what the solver gives (to its tolerance, xtol 1e-12; on this
+    # platform to the bit), so a run at a kept level and one at level + 1e-16 agree
+    assert _solve_critical_value(level) == pytest.approx(_RS_COMPUTED[level], rel=0, abs=2e-12)
+    assert random_scaling_critical_value(level) == _RS_COMPUTED[level]
 
 
 def test_sn_critical_value_rejects_unsupported_level():
