@@ -48,6 +48,7 @@ import json
 import math
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,6 +118,8 @@ def _sums(params, rng, spare, theta, h, per_batch, stop, g_sum, gg_sum, d_sum, d
         if interrupt.stop_requested(stop):
             return
         for _ in range(per_batch):
+            if interrupt.stop_requested(stop):  # (a load: a slow draw is stopped within one observation)
+                return
             obs = observe(params, rng)
             for e in range(2 * d + 1):
                 for k in range(d):
@@ -166,6 +169,84 @@ def raw_sums(record, theta_star, samples: int, batches: int = BATCHES, step: flo
     if not twin:
         interrupt.check()
     return g_sum, gg_sum, d_sum, dd_sum, per_batch, h
+
+
+#: An estimate expected to take longer than this many seconds says so at its start (with its expected time),
+#: and again every :data:`NOTE_EVERY` seconds while it runs.
+NOTE_AFTER = 10.0
+NOTE_EVERY = 30.0
+#: Seconds of pilot that time an observation before the estimate (at most :data:`PILOT_MAX` observations).
+PILOT_SECONDS = 0.05
+PILOT_MAX = 4096
+
+
+def _in_thread(func, notes=None):
+    """``func()`` in a thread while this one waits: Ctrl-C and SIGTERM stop the kernel within an observation.
+
+    A kernel called in the main thread holds it until it returns, so the
+    signal's handler waits for it (a slow model's estimate ignored SIGTERM for
+    hours). ``notes(elapsed)`` is called about every 0.1 s while it runs.
+    """
+    done, box = threading.Event(), {}
+
+    def target():
+        try:
+            box["value"] = func()
+        except BaseException as exc:  # noqa: BLE001  (handed to the waiting thread)
+            box["error"] = exc
+        finally:
+            done.set()
+
+    start = time.monotonic()
+    threading.Thread(target=target, name="ldpsim-truth", daemon=True).start()
+    try:
+        while not done.wait(0.1):
+            if notes is not None:
+                notes(time.monotonic() - start)
+    except BaseException:
+        interrupt.request_stop()
+        done.wait()
+        interrupt.clear()
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _timed_sums(record, theta, samples: int, name: str) -> tuple:
+    """:func:`raw_sums` of the estimate, after a pilot that times an observation: refused beyond 7 days, noted beyond
+    :data:`NOTE_AFTER` seconds, and stopped by Ctrl-C or SIGTERM (issue 44: a draw of 2e5 steps ran for hours
+    without a word, and only SIGKILL stopped it)."""
+    from ..engine.runs.resources import MAX_RUN_SECONDS, format_duration
+
+    _in_thread(lambda: raw_sums(record, theta, 1, batches=1))  # compiles the kernel (not timed)
+    count, seconds = 1, 0.0
+    while count < PILOT_MAX:
+        count = min(PILOT_MAX, count * 8)
+        tic = time.perf_counter()
+        _in_thread(lambda: raw_sums(record, theta, count, batches=1))
+        seconds = time.perf_counter() - tic
+        if seconds >= PILOT_SECONDS:
+            break
+    expected = seconds / count * samples
+    what = f"estimating G and S of model {name!r} by Monte Carlo ({samples} draws of the observation and 1 + 2 d gradients)"
+    if expected > MAX_RUN_SECONDS:
+        raise ConfigError(f"{what} would take about {format_duration(expected)} ({seconds / count * 1e3:.3g} ms a draw, "
+                          f"timed on {count}), more than the limit of {format_duration(MAX_RUN_SECONDS)}: make the "
+                          "draw and the gradient cheaper, or give hessian() and gradient_covariance() and set "
+                          "truth_check: false")
+    said = {"next": 0.0}
+
+    def notes(elapsed):  # said at once when the estimate will take a while, then every NOTE_EVERY seconds
+        if expected < NOTE_AFTER or elapsed < said["next"]:
+            return
+        text = (f"ldpsim: {what}: about {format_duration(expected)} (cached on disk after; Ctrl-C stops it)"
+                if said["next"] == 0.0 else
+                f"ldpsim: still {what.split(' (')[0]}: {format_duration(elapsed)} of about {format_duration(expected)}")
+        print(text, file=sys.stderr, flush=True)
+        said["next"] = elapsed + NOTE_EVERY
+
+    return _in_thread(lambda: raw_sums(record, theta, samples), notes)
 
 
 def _sigma(G: np.ndarray, S: np.ndarray) -> np.ndarray:
@@ -330,7 +411,11 @@ def _truth_of(model, samples, twin) -> Truth:
                   f"({samples} draws; NUMBA_DISABLE_JIT=1): this takes minutes; a run with numba computes the same "
                   "estimate in about a second, and it is cached for both", file=sys.stderr)
         with np.errstate(all="ignore"):
-            truth = summarize_sums(theta, raw_sums(record, theta, samples, twin=twin))
+            if twin or DISABLED:
+                sums = raw_sums(record, theta, samples, twin=twin)
+            else:
+                sums = _timed_sums(record, theta, samples, getattr(model, "name", "?"))
+            truth = summarize_sums(theta, sums)
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -345,6 +430,62 @@ def _truth_of(model, samples, twin) -> Truth:
 
 def _fmt(x) -> str:
     return f"{x:.4g}"
+
+
+def check_estimates(model, shown: str, declared: dict | None = None) -> None:
+    """Refuse ``model`` in one line if its Monte Carlo estimates are not finite, or its ``G`` is singular.
+
+    A gradient that is NaN or infinite on some draws makes every sum NaN;
+    one that does not change with theta (or returns a constant, an int)
+    makes ``G`` singular: SGD then has no root to converge to, and the
+    oracle's ``Sigma = G^-1 S G^-1`` does not exist. Both read "cannot be
+    computed in floating point ... LinAlgError" before (issue 44).
+    """
+    truth = truth_of(model)
+    estimates = {"G": truth.G, "S": truth.S, "the mean gradient": truth.mean}
+    bad = [name for name, value in estimates.items() if not np.isfinite(value).all()]
+    if bad:
+        count = _nonfinite_draws(model, truth.theta_star)
+        where = (f"on {count} of {NONFINITE_PROBES} draws at theta* in plain Python" if count else
+                 f"on some of the {truth.samples} Monte Carlo draws at theta* or theta* +- h")
+        raise ConfigError(f"model = {shown!r}: the privatized gradient is NaN or infinite {where}, so the estimates "
+                          f"of {', '.join(bad)} are not finite: a gradient must be a finite number for every "
+                          "observation and every theta (a division by zero, a log of 0, an overflow?)")
+    G = np.asarray((declared or {}).get("G", truth.G), dtype=float).reshape(truth.G.shape)
+    source = "given (hessian())" if declared and "G" in declared else "estimated"
+    with np.errstate(all="ignore"):
+        singular = not np.isfinite(G).all() or np.linalg.matrix_rank(G) < G.shape[0] or np.linalg.cond(G) > 1e12
+    if singular:
+        raise ConfigError(f"model = {shown!r}: the {source} G (the mean Jacobian of the privatized gradient in theta "
+                          f"at theta*) is singular: G = {np.array2string(G, precision=4).replace(chr(10), '')}: the "
+                          "gradient does not change with theta (in some direction), so SGD has no root to converge "
+                          "to and the oracle's Sigma = G^-1 S G^-1 does not exist; the gradient must depend on "
+                          "theta (is it a constant, an int, or theta unused?)")
+
+
+#: Observations drawn in plain Python to count a gradient's non-finite values (when the estimates are NaN).
+NONFINITE_PROBES = 4000
+
+
+def _nonfinite_draws(model, theta) -> int:
+    """Of :data:`NONFINITE_PROBES` draws at ``theta`` in plain Python, how many gradients are not finite."""
+    from .base import gradient_at
+
+    record, gen = model.kernel_params(), as_generator(SEED)
+    count = 0
+    with np.errstate(all="ignore"):
+        try:
+            for _ in range(NONFINITE_PROBES):
+                obs = observe(record, gen)
+                if theta.size == 1 and type(record) in gradient_at.registry:
+                    value = gradient_at(record, obs, float(theta[0]), gen)
+                else:
+                    value = np.zeros(theta.size)
+                    add_gradient_at(record, obs, theta.copy(), gen, value)
+                count += int(not np.isfinite(np.asarray(value, dtype=float)).all())
+        except Exception:  # noqa: BLE001  (the user's code: the count is a hint only)
+            return 0
+    return count
 
 
 def check_declared(model, shown: str, declared: dict) -> None:
@@ -363,6 +504,8 @@ def check_declared(model, shown: str, declared: dict) -> None:
     for what, measured, given, se in checks:
         # a gradient linear in theta gives exact differences (SE 0): then agreement to rounding is asked
         se = np.maximum(se, 1e-9 * np.maximum(np.abs(measured), np.abs(given)) + 1e-300)
+        if measured is truth.mean:  # a gradient without noise at theta*: its rounding, as G moves it within 1e-9 theta*
+            se = np.maximum(se, 1e-9 * (np.abs(truth.G) @ np.maximum(1.0, np.abs(truth.theta_star))))
         with np.errstate(all="ignore"):
             z = np.abs(measured - given) / se
         bad = ~(z <= Z_CHECK)  # NaN counts as a failure
@@ -371,9 +514,10 @@ def check_declared(model, shown: str, declared: dict) -> None:
             at = "" if measured.size == 1 else f"[{', '.join(str(int(i)) for i in index)}]"
             raise ConfigError(
                 f"model = {shown!r}: {what}{at} is {_fmt(given[index])} as declared but {_fmt(measured[index])} "
-                f"+- {_fmt(se[index])} measured ({_fmt(z[index])} SE apart; {truth.samples} Monte Carlo draws "
-                f"at theta* = {np.array2string(truth.theta_star, precision=4)}): fix the model, or set "
-                "truth_check: false to run it anyway")
+                f"+- {_fmt(se[index])} measured ({_fmt(z[index])} SE apart; the tolerance is {_fmt(Z_CHECK)} SE; "
+                f"{truth.samples} Monte Carlo draws at theta* = {np.array2string(truth.theta_star, precision=4)}): "
+                "fix the model" + (" (theta_star() must be the root of the mean gradient)" if measured is truth.mean
+                                   else "") + ", or set truth_check: false to run it anyway")
 
 
 __all__ = ["BATCHES", "EVALUATIONS", "STEP", "Truth", "Z_CHECK", "check_declared", "default_samples", "raw_sums",

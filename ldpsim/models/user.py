@@ -31,7 +31,7 @@ import numpy as np
 from ..engine.runs import usercode
 from ..engine.runs.config import Range
 from ..engine.errors import ConfigError
-from .base import Model, add_gradient_at, gradient_at, observe
+from .base import Model, add_gradient_at, constrain, gradient_at, observe
 
 
 def _own(cls, attr: str) -> bool:
@@ -82,6 +82,16 @@ def prepare(cls: type, text: str) -> type:
         if key not in cls.keys:
             raise ConfigError(f"model = {shown!r}: descriptions names {key!r}, which is not a parameter of "
                               f"{cls.__name__}.__init__ ({', '.join(cls.keys) or 'none besides epsilon'})")
+    try:
+        takes_lanes = "lanes" in inspect.signature(cls.kernel_params).parameters
+    except (TypeError, ValueError):
+        takes_lanes = False
+    if not takes_lanes:  # the kernels call kernel_params(lanes): a TypeError deep inside a run
+        raise ConfigError(f"model = {shown!r}: {cls.__name__}.kernel_params must take lanes=1 "
+                          f"(def kernel_params(self, lanes=1): the kernels pass how many replications they advance "
+                          f"side by side){usercode.defined_at(cls.kernel_params)}")
+    if _own(cls, "theta_star") and not getattr(cls.theta_star, "_ldpsim_vector", False):
+        cls.theta_star = _as_vector(cls.theta_star)
     if not _own(cls, "path_keys"):
         cls.path_keys = Model.path_keys + tuple(k for k in cls.keys if k not in Model.path_keys)
     if cls.dim is None:
@@ -105,6 +115,38 @@ def prepare(cls: type, text: str) -> type:
     cls.declared = True
     cls._ldpsim_prepared = True
     return cls
+
+
+def _as_vector(theta_star):
+    """``theta_star`` whose numbers come back as a 1-D float array: a list of numbers, or a number for ``dim = 1``.
+
+    The contract asks for a 1-D array, and ldpsim's studies index it
+    (``theta_star()[0]``, ``.shape``): a list or a float failed deep inside
+    a run. A list (or tuple) of numbers is the same vector; a single number is
+    taken as the one coordinate of a one-dimensional model (there is nothing
+    else it can mean), and refused for ``dim > 1`` (:func:`theta_star_of`),
+    where broadcasting it to every coordinate would guess. Anything else is
+    returned as it is, for :func:`theta_star_of` to refuse in one line.
+    """
+    import functools
+
+    @functools.wraps(theta_star)
+    def vector(self):
+        value = theta_star(self)
+        if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype == float:
+            return value
+        if isinstance(value, (bool, np.bool_, str, bytes)):
+            return value
+        try:
+            theta = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            return value
+        if theta.ndim == 0 and getattr(self, "dim", None) in (None, 1):
+            return theta.reshape(1)
+        return theta if theta.ndim == 1 else value
+
+    vector._ldpsim_vector = True
+    return vector
 
 
 def _dimension_by_building(cls, setting) -> int:
@@ -139,9 +181,8 @@ def call(model, method: str, shown: str, *args):
 
 
 def kernel_record(model, shown: str, lanes: int = 1):
-    """``model.kernel_params(lanes)`` (or without ``lanes`` if it takes none), checked to be a NamedTuple."""
-    takes_lanes = "lanes" in inspect.signature(model.kernel_params).parameters
-    record = call(model, "kernel_params", shown, *((lanes,) if takes_lanes else ()))
+    """``model.kernel_params(lanes)`` (:func:`prepare` made sure it takes ``lanes``), checked to be a NamedTuple."""
+    record = call(model, "kernel_params", shown, lanes)
     if not (isinstance(record, tuple) and hasattr(type(record), "_fields")):
         raise ConfigError(f"model = {shown!r}: kernel_params() returned a {type(record).__name__}, not a NamedTuple "
                           "record (class Params(typing.NamedTuple): ...)")
@@ -151,18 +192,26 @@ def kernel_record(model, shown: str, lanes: int = 1):
 def theta_star_of(model, shown: str) -> np.ndarray:
     """``theta_star()`` as a finite 1-D float array whose length agrees with ``dim`` (one-line errors)."""
     value = call(model, "theta_star", shown)
+    at = usercode.defined_at(type(model).theta_star)
     try:
+        if isinstance(value, (bool, np.bool_, str, bytes)):
+            raise TypeError
         theta = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ConfigError(f"model = {shown!r}: theta_star() returned {type(value).__name__}, not numbers") from None
+        raise ConfigError(f"model = {shown!r}: theta_star() returned a {type(value).__name__} ({_short(value)}){at}; "
+                          "it must return the true parameter, a 1-D array of the dim numbers (a number for dim = "
+                          "1)") from None
+    dim = getattr(model, "dim", None)
     if theta.ndim == 0:
+        if dim not in (None, 1):
+            raise ConfigError(f"model = {shown!r}: theta_star() returned the number {_short(value)}{at}, but dim = "
+                              f"{dim}: return the {dim} coordinates of theta* as an array")
         theta = theta.reshape(1)
     if theta.ndim != 1 or theta.size == 0:
-        raise ConfigError(f"model = {shown!r}: theta_star() has shape {theta.shape}; a 1-D array of the dim "
+        raise ConfigError(f"model = {shown!r}: theta_star() has shape {theta.shape}{at}; a 1-D array of the dim "
                           "coordinates is expected")
     if not np.isfinite(theta).all():
-        raise ConfigError(f"model = {shown!r}: theta_star() = {theta.tolist()} is not finite")
-    dim = getattr(model, "dim", None)
+        raise ConfigError(f"model = {shown!r}: theta_star() = {theta.tolist()} is not finite{at}")
     if dim is not None and dim != theta.size:
         raise ConfigError(f"model = {shown!r}: dim = {dim} but theta_star() has {theta.size} coordinate(s)")
     return theta
@@ -199,6 +248,10 @@ def check_model_instance(model, shown: str) -> None:
         raise ConfigError(f"model = {shown!r}: dim = {model.dim}, but the gradient is registered with "
                           f"@register_scalar: register it with @register_vector({kind.__qualname__}) (it adds a "
                           f"({model.dim},) gradient to out)")
+    usercode.refuse_lists([observe.registry[kind], gradient_at.registry.get(kind), add_gradient_at.registry.get(kind),
+                           constrain.registry.get(kind)], f"model = {shown!r}")
+    grad_func = gradient_at.registry.get(kind) or add_gradient_at.registry.get(kind)
+
     def gradient(gen):
         obs = observe(record, gen)
         if model.dim == 1:
@@ -212,6 +265,12 @@ def check_model_instance(model, shown: str) -> None:
     except Exception as exc:  # noqa: BLE001  (the user's code, run as plain Python)
         raise ConfigError(f"model = {shown!r}: its observation or gradient failed in plain Python: "
                           f"{usercode.describe_exception(exc)}{_user_frame(exc, type(model))}") from None
+    value = first[0]
+    if model.dim == 1:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ConfigError(f"model = {shown!r}: the gradient returned a {type(value).__name__} "
+                              f"({_short(value)}){usercode.defined_at(grad_func)}; a float is expected (use "
+                              "where(cond, a, b) for a choice)")
     with np.errstate(invalid="ignore"):
         same = all(np.array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float), equal_nan=True)
                    for a, b in zip(first, again))
@@ -220,11 +279,6 @@ def check_model_instance(model, shown: str) -> None:
                           f"from one seed drew different values (np.random.* or another source of randomness "
                           "besides gen?); draw only from gen, with ldpsim.extend's functions, or no run of it can be "
                           "reproduced")
-    value = first[0]
-    if model.dim == 1:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise ConfigError(f"model = {shown!r}: the gradient returned a {type(value).__name__} "
-                              f"({_short(value)}); a float is expected (use where(cond, a, b) for a choice)")
     if not np.isfinite(np.asarray(value, dtype=float)).all():
         raise ConfigError(f"model = {shown!r}: the gradient at theta* is not finite ({_short(value)})")
 
@@ -281,7 +335,7 @@ def preflight(setting, truth_check: bool = True) -> None:
     workers find it cached), what it gives is checked against the estimates
     (:func:`.truth.check_declared`) unless ``truth_check`` is false.
     """
-    from .truth import check_declared, truth_of
+    from .truth import check_declared, check_estimates
 
     shown = usercode.shown(setting.model)
     cls = prepare(usercode.resolve(setting.model, Model, "model"), setting.model)
@@ -302,10 +356,10 @@ def preflight(setting, truth_check: bool = True) -> None:
             if not ok:
                 name = "hessian()" if part == "G" else "gradient_covariance()"
                 raise ConfigError(f"model = {shown!r}: {name} returned {_short(value)}; a ({d}, {d}) array is expected")
-        if truth_check and declared:
+        if cls.estimated or truth_check:
+            check_estimates(model, shown, declared)  # the gradient finite, G invertible (estimated or given)
+        if truth_check:  # the mean gradient at theta* is 0, and what the model gives agrees with the estimates
             check_declared(model, shown, declared)
-        elif cls.estimated:
-            truth_of(model)
 
 
 def run_meta(settings, build_model) -> dict:
@@ -342,9 +396,9 @@ def run_meta(settings, build_model) -> dict:
         if cls_declared:
             declared = [p for p in ("G", "S") if p not in parts]
             check = getattr(s, "truth_check", True)
-            entry["check"] = ("nothing declared: nothing to check" if not declared else
-                              f"declared {' and '.join(declared)} checked against Monte Carlo within 4 SE" if check
-                              else f"declared {' and '.join(declared)} NOT checked (truth_check: false)")
+            checked = " and ".join(["theta* (the mean gradient there is 0)"] + [f"declared {p}" for p in declared])
+            entry["check"] = (f"{checked} checked against Monte Carlo within 4 SE" if check
+                              else f"{checked} NOT checked (truth_check: false)")
         if parts:
             try:
                 truth = truth_of(model)

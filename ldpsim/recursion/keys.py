@@ -210,6 +210,10 @@ def path_values(values: dict) -> dict:
     shows only what applies to it (``tau`` is blank for ``linear``).
     """
     model = model_class(values["model"])
+    if model.declared and "mechanism" not in model.keys and values.get("mechanism") is not None:
+        # a user's model that takes no mechanism ran without it, silently (built-in models refuse one they lack)
+        raise ConfigError(f"mechanism = {usercode.shown(values['mechanism'])!r} is not available for model "
+                          f"{model.name!r}: its __init__ takes no mechanism (its gradient privatizes itself)")
     values = {**values, **{k: None for k in model_keys_of(values) if k not in model.keys}}
     if not model.declared and "truth_check" in values:  # the built-in models' truth is ldpsim's own, tested
         values["truth_check"] = None

@@ -169,6 +169,78 @@ def draws_twice(draw, count: int) -> tuple[list, list]:
     return once(), once()
 
 
+def defined_at(func) -> str:
+    """`` (file.py, line N)`` where a user's function (or method) is defined, or nothing."""
+    code = getattr(inspect.unwrap(getattr(func, "__func__", func)), "__code__", None)
+    if code is None:
+        return ""
+    line = code.co_firstlineno  # (its first decorator's line: the def's is named)
+    try:
+        lines = Path(code.co_filename).read_text(errors="replace").splitlines()
+        while line <= len(lines) and lines[line - 1].lstrip().startswith("@"):
+            line += 1
+    except OSError:
+        pass
+    return f" ({Path(code.co_filename).name}, line {line})"
+
+
+def list_in_kernel_code(funcs) -> tuple | None:
+    """``(file name, line, source line)`` of the first list a user's kernel function builds, or ``None``.
+
+    A list in compiled code is allocated by numba's runtime at every call (a
+    gradient's list: an allocation a step), and a list of lane vectors (the
+    ``theta`` and ``obs`` of a kernel advancing several replications) holds
+    vectors that numba's allocator aligns to 16 bytes where the vector
+    instructions that load them need 32 or 64: the process dies of a
+    segmentation fault, with no message (issue 44). Read from the bytecode
+    (comprehensions and nested functions included) of ``funcs`` and of the
+    ``@kernel_function`` helpers of the same file that they call.
+    """
+    import dis
+
+    seen, todo, found = set(), [f for f in funcs if f is not None], None
+    while todo and found is None:
+        func = todo.pop(0)
+        func = getattr(func, "py_func", func)
+        if func is None or id(func) in seen or not hasattr(func, "__code__"):
+            continue
+        seen.add(id(func))
+        codes, glbls = [func.__code__], getattr(func, "__globals__", {})
+        while codes and found is None:
+            code = codes.pop(0)
+            line = code.co_firstlineno
+            for ins in dis.get_instructions(code):
+                line = ins.positions.lineno if getattr(ins, "positions", None) and ins.positions.lineno else line
+                if ins.opname in ("BUILD_LIST", "LIST_APPEND", "LIST_EXTEND") or (
+                        ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval == "list"):
+                    found = (Path(code.co_filename).name, line, code.co_filename)
+                    break
+                if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and callable(glbls.get(ins.argval)):
+                    helper = glbls[ins.argval]
+                    if getattr(helper, "py_func", None) is helper and getattr(helper, "__module__", None) == func.__module__:
+                        todo.append(helper)  # a @kernel_function of the same file: compiled with it
+            codes.extend(c for c in code.co_consts if isinstance(c, pytypes.CodeType))
+    if found is None:
+        return None
+    name, line, filename = found
+    try:
+        source = Path(filename).read_text(errors="replace").splitlines()[line - 1].strip()
+    except (OSError, IndexError):
+        source = ""
+    return name, line, source
+
+
+def refuse_lists(funcs, context: str) -> None:
+    """A one-line :class:`ConfigError` if a user's kernel function builds a list (:func:`list_in_kernel_code`)."""
+    found = list_in_kernel_code(funcs)
+    if found is not None:
+        name, line, source = found
+        raise ConfigError(f"{context}: {name}, line {line} builds a list in code compiled into the kernels"
+                          + (f" ({source})" if source else "") + ": numba's lists of lane values crash the "
+                          "process at several lanes, and allocate at every call; use a tuple (a, b) or a scratch "
+                          "array of the record (lane_array)")
+
+
 def describe_exception(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
@@ -453,7 +525,15 @@ def signature_keys(cls, what: str, text: str, skip=("self", "epsilon")) -> list[
         if p.kind == p.POSITIONAL_ONLY:
             raise ConfigError(f"{what} = {text!r}: {cls.__name__}.__init__ takes {name} by position only; ldpsim passes "
                               "keys by name")
-        out.append((name, p.default))
+        default = p.default
+        if not (default is p.empty or default is None or isinstance(default, (bool, int, float, str))):
+            # a list or tuple was read as a grid of settings, a dict was an internal error (unhashable)
+            grid = f"; a grid of settings is set in the config ({name}: {list(default)!r})" \
+                if isinstance(default, (list, tuple)) and default else ""
+            raise ConfigError(f"{what} = {text!r}: {cls.__name__}.__init__ gives {name} the default {default!r}"
+                              f"{defined_at(cls.__init__)}; a key's default must be one number, string, True/False "
+                              f"or None (a key holds one value per run){grid}")
+        out.append((name, default))
     return out
 
 

@@ -101,6 +101,8 @@ def build_mechanism(spec: str, epsilon: float, bounds, delta: float | None = Non
     if not (isinstance(record, tuple) and hasattr(type(record), "_fields")):
         raise ConfigError(f"mechanism = {shown!r}: kernel_params() returned a {type(record).__name__}, not a "
                           "NamedTuple record")
+    usercode.refuse_lists([release.registry.get(type(record)), draw_noise.registry.get(type(record))],
+                          f"mechanism = {shown!r}")
     if type(record) in release.registry:
         check_release_draws(record, mech.bounds.size, shown)
     elif type(record) not in draw_noise.registry:
@@ -140,10 +142,13 @@ def check_noise_draws(record, shown: str) -> None:
     except Exception as exc:  # noqa: BLE001  (the user's code, run as plain Python)
         raise ConfigError(f"mechanism = {shown!r}: its noise failed in plain Python: "
                           f"{usercode.describe_exception(exc)}") from None
-    try:
-        first, again = np.asarray(first, dtype=float), np.asarray(again, dtype=float)
-    except (TypeError, ValueError):
-        raise ConfigError(f"mechanism = {shown!r}: its noise returned {type(first[0]).__name__}, not a float") from None
+    value = first[0]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        # an array was drawn and added as a 2-D stack (numba's TypingError in the run, the audit's too)
+        raise ConfigError(f"mechanism = {shown!r}: its noise returned a {type(value).__name__} ({_short(value)})"
+                          f"{usercode.defined_at(draw_noise.registry.get(type(record)))}; a float is expected: the "
+                          "noise of one coordinate, which ldpsim adds to each coordinate with a draw of its own")
+    first, again = np.asarray(first, dtype=float), np.asarray(again, dtype=float)
     if not np.isfinite(first).all():
         bad = first[~np.isfinite(first)][0]
         raise ConfigError(f"mechanism = {shown!r}: its noise drew {float(bad)!r} in plain Python ({int(np.sum(~np.isfinite(first)))} "
@@ -153,6 +158,11 @@ def check_noise_draws(record, shown: str) -> None:
                           "from one seed drew different values (np.random.* or another source of randomness besides "
                           "gen?); draw only from gen, with ldpsim.extend's functions, or neither its audit nor a run "
                           "of it can be reproduced")
+
+
+def _short(value) -> str:
+    text = repr(value).replace("\n", " ")
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 #: Scaled gradients at which a user's release is drawn twice: the two corners of the box and its centre.
