@@ -51,6 +51,8 @@ def _recomposed(result):
             rdp.compose(step, part["steps"])
         elif part["what"] == "moments":  # A~ and S~: Gaussian mechanisms, mu together
             rdp.compose(dpa.GaussianDpEvent(1.0 / part["mu"]))
+        elif part["what"] == "clipping":  # one histogram, l2 sensitivity sqrt(2), noise SD noise_sd per count
+            rdp.compose(dpa.GaussianDpEvent(part["noise_sd"] / math.sqrt(2.0)))
         else:  # 3 histograms a column, l2 sensitivity sqrt(2), noise SD noise_sd per count
             assert part["histograms"] == 3 * part["columns"]
             rdp.compose(dpa.GaussianDpEvent(part["noise_sd"] / math.sqrt(2.0)), part["histograms"])
@@ -60,7 +62,8 @@ def _recomposed(result):
 def test_the_default_guarantee_covers_the_whole_release(tmp_path):
     result = fit(_data(tmp_path), "linear", "y", epsilon=3.0, delta=1e-6, **QUICK)
     parts = {p["what"] for p in result.releases}
-    assert parts == {"path", "moments", "scaling"}  # the default scales privately, and says what that spends
+    # the default scales privately and counts how often the clip binds, and says what that spends
+    assert parts == {"path", "moments", "scaling", "clipping"}
     assert result.private and result.accountant == "rdp"
     # recomposed from the noise actually drawn, outside our accountant code: within the target, and within 1%
     assert 0.99 * 3.0 <= _recomposed(result) <= 3.0
@@ -68,13 +71,14 @@ def test_the_default_guarantee_covers_the_whole_release(tmp_path):
     text = result.render()
     assert "Privacy: (2.9" in text and "1e-06)-DP by dp-accounting's RDP accountant (a valid upper bound" in text
     assert "for the whole release" in text and "the private scaling of 3 columns" in text
+    assert "the private histogram of the gradient norms over the clip" in text
     assert "For comparison, the CLT of Bu et al." in text and "NOT private" not in text
 
 
 def test_public_bounds_spend_nothing_and_nonprivate_scaling_says_so(tmp_path):
     data = _data(tmp_path)
     bounded = fit(data, "linear", "y", epsilon=2.0, bounds=["x1=20:80", "x2=0:15", "y=-5:15"], **QUICK)
-    assert {p["what"] for p in bounded.releases} == {"path", "moments"}
+    assert {p["what"] for p in bounded.releases} == {"path", "moments", "clipping"}
     assert "Scaled by the public bounds given: x1, x2, y" in bounded.render()
     assert 0.99 * 2.0 <= _recomposed(bounded) <= 2.0
     loose = fit(data, "linear", "y", epsilon=2.0, scaling="nonprivate", **QUICK)
@@ -248,6 +252,72 @@ def test_the_share_of_clipped_gradients_is_shown_only_with_the_nonprivate_output
     assert any("Clipped per-example" in note and "NOT private" in note for note in shown.notes)
 
 
+def _heavy(tmp_path, n=2000, seed=0, name="heavy.csv"):
+    """A skewed, heavy-tailed design and skewed errors (as statsmodels' engel): the clip binds on a few % of rows."""
+    g = np.random.default_rng(seed)
+    x = g.lognormal(0.0, 1.0, n)
+    y = 1.0 + 0.5 * x + x * g.exponential(1.0, n)
+    return _write(tmp_path / name, "y,x\n" + "".join(f"{a!r},{b!r}\n" for a, b in zip(y.tolist(), x.tolist())))
+
+
+def test_the_default_output_opens_by_saying_the_clip_binds_and_that_the_target_is_the_clipped_loss(tmp_path):
+    # issue 44: on engel (skewed) 4% of the gradients were clipped, so the estimate is the clipped (Huber-like)
+    # loss's minimiser, not OLS: the plug-in interval covered OLS's slope in 1 of 10 fits at epsilon 100, and
+    # only --show-nonprivate printed the clipped share. Now a private histogram says it, first
+    result = fit(_heavy(tmp_path), "linear", "y", epsilon=20.0, kappa=1.2, seed=1)
+    summary = result.clipping
+    assert summary["binds"] and summary["clipped"] > 3 * summary["sd"]
+    first = result.render().splitlines()[0]
+    assert first.startswith("TARGET: the clip binds. ")
+    assert "of the per-example gradients at the estimate exceed the clip" in first and "private" in first
+    assert "the minimiser of the clipped (Huber-like) loss, not the OLS coefficients" in first
+    assert "fit again with a larger --clip, e.g. " in first and "budgets of all fits" in first
+    assert f"{100 * summary['share']:.2g}% of the per-example" in first
+    assert 0.01 < summary["share"] < 0.5
+    # larger clips bind less, and one well above the gradients does not bind: no TARGET line, a private note
+    wide = fit(_heavy(tmp_path), "linear", "y", epsilon=20.0, kappa=1.2, seed=1, clip=1e3)
+    assert not wide.clipping["binds"] and not wide.target
+    assert not wide.render().startswith("TARGET")
+    assert any(note.startswith("Clipping: ") and "not distinguishable from none" in note for note in wide.notes)
+
+
+def test_the_clip_histogram_counts_the_rows_the_path_would_clip_and_its_noise_is_in_the_guarantee(tmp_path):
+    from ldpsim.fit.path import clip_edges, clip_histogram
+    from ldpsim.fit.result import clip_summary
+    from ldpsim.studies.dpsgd import glm
+
+    g = np.random.default_rng(3)
+    X = np.column_stack([np.ones(500), g.standard_t(2, 500)])
+    y = X @ [1.0, 2.0] + g.standard_t(2, 500)
+    xnorm = np.sqrt(np.sum(X * X, axis=1))
+    theta, clip = np.array([0.9, 2.1]), 3.0
+    counts = clip_histogram(g, "linear", X, y, xnorm, theta, clip, 0.0)
+    assert counts.sum() == 500 and counts.size == clip_edges().size
+    share = glm.clipped_moments("linear", X, y, xnorm, theta, clip, 1e9)[2]
+    assert 500 - counts[0] == round(share * 500)  # the first bin is what the clip leaves alone (norm <= clip)
+    summary = clip_summary(counts, 500, 1e-9, clip)
+    assert summary["share"] == pytest.approx(share) and summary["binds"] == (share > 0.001)
+    # the suggested clip has at most CLIP_RARE of the rows above it (noise-free here)
+    norms = np.abs(X @ theta - y) * xnorm
+    assert np.mean(norms > summary["suggested"]) <= 0.001
+    assert np.mean(norms > summary["suggested"] / 2) > 0.001 or summary["suggested"] == 2 * clip
+    # the release: its mu^2 share of the target's, and the guarantee composes it (recomposed by dp-accounting
+    # from the recorded noise; without it the recomposition is smaller, so it was counted)
+    from ldpsim.fit.options import SHARE_CLIP
+    from ldpsim.privacy.gdp import gdp_mu
+
+    result = fit(_data(tmp_path), "linear", "y", epsilon=3.0, delta=1e-6, **QUICK)
+    part = [p for p in result.releases if p["what"] == "clipping"][0]
+    assert part["mu"] == pytest.approx(math.sqrt(SHARE_CLIP) * gdp_mu(3.0, 1e-6))
+    assert part["noise_sd"] == pytest.approx(math.sqrt(2.0) / part["mu"]) and part["bins"] == clip_edges().size
+    assert 0.99 * 3.0 <= _recomposed(result) <= 3.0
+    without = type(result)(**{**result.__dict__, "releases": [p for p in result.releases if p is not part]})
+    assert _recomposed(without) < 0.995 * _recomposed(result)
+    text = result.render()
+    assert f"the clip histogram {SHARE_CLIP:g} (mu = {part['mu']:.4g})" in text
+    assert "the clip histogram alone" in text
+
+
 def test_the_share_clipped_by_public_bounds_is_shown_only_with_the_nonprivate_diagnosis(tmp_path):
     # bounds 45:55 on x1 ~ N(50, 10) clip about 62% of it; the interval is then for the clipped column's
     # coefficient, and nothing said how much the bounds had clipped
@@ -392,8 +462,9 @@ def test_honest_bounds_on_a_skewed_column_are_not_called_constant(tmp_path):
     ({"sampling": "poisson", "accountant": "rdp"}, r"fit states Poisson batches under replace-one neighbours"),
     ({"sampling": "poisson", "accountant": "clt"}, r"fit states Poisson batches under replace-one neighbours"),
     ({"gamma": 1.0}, r"^gamma = 1.0 is outside \(0.5, 1\): the average needs 1/2 < gamma < 1"),
-    ({"share_moments": 0.85, "share_scaling": 0.05}, r"^A~ and S~ and the scaling \(shares 0\.85 \+ 0\.05 of mu\^2\) "
-                                                     r"alone are epsilon = 3\.06\d* by the rdp accountant"),
+    ({"share_moments": 0.85, "share_scaling": 0.05}, r"^A~ and S~ and the scaling \(shares 0\.85 \+ 0\.05 of mu\^2, "
+                                                     r"with the clip histogram's 0\.02\) alone are epsilon = 3\.10\d* "
+                                                     r"by the rdp accountant"),
     ({"bounds": ["x1=0:1", "x1=0:100"]}, r"^bounds given twice for 'x1' \(0:1 and 0:100\)"),
     ({"bounds": ["x1=0:1e999"]}, r"^bounds of 'x1' = 0.0:inf: need finite LOW < HIGH$"),
     ({"bounds": ["x1=1_0:20"]}, r"^bounds 'x1=1_0:20' is not COLUMN=LOW:HIGH with decimal numbers"),
@@ -406,10 +477,10 @@ def test_settings_whose_release_would_be_unreliable_are_refused_in_one_line(tmp_
 
 
 def test_a_path_that_did_not_settle_is_refused(tmp_path):
-    # seed 70 of the coverage test below (x1 + 1e9, n = 1000, epsilon 3): the random-scaling variance is 170 times
+    # seed 70 of the coverage test below (x1 + 1e9, n = 1000, epsilon 3): the random-scaling variance is 179 times
     # what A~ and S~ predict; 5 of its 200 seeds are refused so
     with pytest.raises(ldpsim.ConfigError, match=r"^the path did not settle: the average's fluctuation along the "
-                                                 r"path \(random scaling\) is 170 times what the private A~ and S~ "
+                                                 r"path \(random scaling\) is 179 times what the private A~ and S~ "
                                                  r"say it should be .* \(this refusal reads only the private release, "
                                                  r"covered by its \(3, 1e-05\)-DP budget\)$"):
         fit(_shifted(tmp_path, seed=1070), "linear", "y", epsilon=3.0, seed=70)
@@ -433,7 +504,8 @@ def test_the_scaling_share_is_checked_only_when_it_is_spent(tmp_path):
     unit = _write(tmp_path / "unit.csv", "y,x1,x2\n" + "".join(
         f"{1 + a - b + g.normal()},{a},{b}\n" for a, b in zip(g.normal(size=2000), g.normal(size=2000))))
     kw = dict(epsilon=3.0, seed=1, kappa=1.2, share_scaling=0.9)
-    assert fit(unit, "linear", "y", scaling="none", **kw).releases[-1]["what"] == "moments"
+    assert [p["what"] for p in fit(unit, "linear", "y", scaling="none", **kw).releases] == ["path", "moments",
+                                                                                             "clipping"]
     assert fit(unit, "linear", "y", bounds=["x1=-4:4", "x2=-4:4", "y=-8:10"], **kw).epsilon <= 3.0
     with pytest.raises(ldpsim.ConfigError, match=r"^share_moments \+ share_scaling = 1 leaves the path less than"):
         fit(unit, "linear", "y", **kw)
@@ -462,6 +534,8 @@ def _recomposed_poisson(result):
                                                   dpa.GaussianDpEvent(part["sigma"])), part["steps"])
         elif part["what"] == "moments":
             mu2 += part["mu"] ** 2
+        elif part["what"] == "clipping":  # one histogram: mu = sqrt(2) / noise_sd
+            mu2 += 2.0 / part["noise_sd"] ** 2
         else:  # each histogram moves one count down and one up: mu = sqrt(2) / noise_sd each
             mu2 += part["histograms"] * 2.0 / part["noise_sd"] ** 2
     # a mu-GDP Gaussian is distance mu in noise SDs; dp-accounting's replace-one Gaussian moves 2 units

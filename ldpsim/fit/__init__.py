@@ -16,13 +16,18 @@ Algorithm 1 with per-example clipping), and releases
   random-scaling intervals (:mod:`ldpsim.inference.dpsgd`), mapped back to
   the original scale (slopes over the covariate's scale, times the
   response's for linear; the intercept at the scaling centres).
+* a histogram of the per-example gradient norms at ``theta_bar`` over the
+  clip (:func:`.path.clip_histogram`): how often the clip binds. Where it
+  does, the estimate is consistent for the minimiser of the clipped
+  (Huber-like) loss, not OLS or the logistic MLE, and the output opens by
+  saying so (:func:`.result.clip_lines`).
 
 **The budget is the whole release's.** ``epsilon`` at ``delta`` (or ``mu``-GDP,
 read at ``delta``) is split over the parts in the Gaussian-DP scale, where
 composition adds ``mu^2``: with ``mu_T`` the GDP parameter of ``(epsilon,
 delta)`` on its own, ``A~`` and ``S~`` together get ``mu = sqrt(share_moments)
-mu_T``, the scaling histograms ``sqrt(share_scaling) mu_T`` (exact Gaussian
-mechanisms), and the path the rest: its noise is solved so that the
+mu_T``, the scaling histograms ``sqrt(share_scaling) mu_T``, the clip histogram
+``sqrt(SHARE_CLIP) mu_T`` (exact Gaussian mechanisms), and the path the rest: its noise is solved so that the
 accountant's epsilon of everything is within 1% of the target. The printed
 guarantee is ``(epsilon, delta)``-DP by that accountant under replace-one
 neighbours (data sets of the same ``n`` differing in one row: ``n``, ``T`` and

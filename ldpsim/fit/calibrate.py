@@ -2,8 +2,9 @@
 
 :func:`calibrate` decides everything the release's privacy depends on from
 public quantities only (``n``, ``d``, the options), before any statistic of
-the values is computed: the shares of ``mu^2`` for ``A~`` and ``S~`` and for
-the private scaling (exact Gaussian mechanisms), the steps
+the values is computed: the shares of ``mu^2`` for ``A~`` and ``S~``, for
+the private scaling and for the histogram of how often the clip binds
+(:data:`~.options.SHARE_CLIP`; exact Gaussian mechanisms), the steps
 ``T = min(n^kappa, max_steps)``, the clipping thresholds, and the path's noise
 multiplier, solved so that the accountant's epsilon of the whole release is
 within 1% below the target (:func:`ldpsim.privacy.accountants.calibrate_sigma`
@@ -25,7 +26,7 @@ from ..privacy.accountants import SIGMA_CAP, calibrate_sigma, epsilon_pair
 from ..privacy.gdp import gdp_mu
 from ..privacy.poisson import poisson_calibrate, poisson_epsilons
 from . import refusals
-from .options import FitOptions
+from .options import SHARE_CLIP, FitOptions
 from .scale import Columns
 
 
@@ -33,10 +34,11 @@ from .scale import Columns
 class Plan:
     """The release's public settings: its budget and split, ``T`` steps of ``batch_size`` of ``n``, noise ``sigma``.
 
-    ``mu_total`` is the target's GDP parameter, ``mu_moments`` and
-    ``mu_scaling`` those of ``A~`` and ``S~`` together and of the private
-    scaling (0 without one), ``extra`` theirs composed; ``hist_sd`` the noise
-    SD per count of the scaling's histograms (nan without one).
+    ``mu_total`` is the target's GDP parameter, ``mu_moments``,
+    ``mu_scaling`` and ``mu_clip`` those of ``A~`` and ``S~`` together, of the
+    private scaling (0 without one) and of the clip histogram, ``extra`` theirs
+    composed; ``hist_sd`` the noise SD per count of the scaling's histograms
+    (nan without one), ``clip_sd`` that of the clip histogram.
     """
 
     target: float
@@ -54,6 +56,8 @@ class Plan:
     extra: float
     hist_sd: float
     sigma: float
+    mu_clip: float = 0.0
+    clip_sd: float = math.inf
 
 
 def calibrate(columns: Columns, options: FitOptions, target: float, accountant: str) -> Plan:
@@ -64,7 +68,11 @@ def calibrate(columns: Columns, options: FitOptions, target: float, accountant: 
     mu_total = gdp_mu(target, delta)
     mu_moments = math.sqrt(budget.share_moments) * mu_total
     mu_scaling = math.sqrt(budget.share_scaling) * mu_total if private else 0.0
-    extra = math.hypot(mu_moments, mu_scaling)
+    # the histogram of the gradient norms over the clip at the estimate (one row moves one count down and one up:
+    # l2 sensitivity sqrt(2), so noise SD sqrt(2) / mu_clip per count is mu_clip-GDP)
+    mu_clip = math.sqrt(SHARE_CLIP) * mu_total
+    clip_sd = math.sqrt(2.0) / mu_clip
+    extra = math.sqrt(mu_moments ** 2 + mu_scaling ** 2 + mu_clip ** 2)
     d = len(columns.names) + 1
     steps = int(min(float(n) ** descent.kappa, descent.max_steps))
     refusals.check_steps(steps)
@@ -97,7 +105,7 @@ def calibrate(columns: Columns, options: FitOptions, target: float, accountant: 
         raise ConfigError(f"epsilon = {target:.4g} at delta = {delta:g} cannot be reached by the {accountant} "
                           f"accountant for T = {steps} steps of {batch_size} of n = {n}: {exc}") from None
     return Plan(target, delta, accountant, sampling, n, steps, batch_size, clip, clip_hessian, mu_total, mu_moments,
-                mu_scaling, extra, hist_sd, sigma)
+                mu_scaling, extra, hist_sd, sigma, mu_clip, clip_sd)
 
 
 def stated_epsilons(plan: Plan) -> tuple[float, float, float]:

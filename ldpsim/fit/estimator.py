@@ -72,7 +72,8 @@ def fit(path, model: str = FitOptions.model, response: str = FitOptions.response
         (whoever has it can redraw the noise and subtract it).
     show_nonprivate : bool
         Also compute the full-sample fit and the share of clipped gradients
-        (NOT private, labelled so).
+        along the path (NOT private, labelled so). The share clipped at the
+        estimate is always given, privately (:func:`ldpsim.fit.path.clip_histogram`).
     show_values : bool
         Put data values and row numbers into the error messages (not for logs:
         :mod:`ldpsim.fit.read`).

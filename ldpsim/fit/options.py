@@ -20,6 +20,9 @@ MAX_STEPS = 100_000_000
 MIN_STEPS = 100
 #: Default share of the GDP budget ``mu^2`` for the private scaling (A~ and S~: :data:`SHARE_MOMENTS`).
 SHARE_SCALING = 0.1
+#: Share of ``mu^2`` for the private histogram of the per-example gradient norms at the estimate, over the clip
+#: (:func:`ldpsim.fit.path.clip_histogram`): how often the clip binds, said in every output (issue 44).
+SHARE_CLIP = 0.02
 #: Budgets (epsilon at delta) the accountants are asked to calibrate to (as the dpsgd study's).
 EPSILON_RANGE = (1e-3, 100.0)
 #: Confidence levels the random-scaling critical values cover.
@@ -95,5 +98,5 @@ class FitOptions:
     report: Report = field(default_factory=Report)
 
 
-__all__ = ["EPSILON_RANGE", "FIT_ACCOUNTANTS", "LEVEL_RANGE", "MAX_STEPS", "MIN_STEPS", "SCALINGS", "SHARE_MOMENTS",
-           "SHARE_SCALING", "Budget", "Descent", "FitOptions", "Report"]
+__all__ = ["EPSILON_RANGE", "FIT_ACCOUNTANTS", "LEVEL_RANGE", "MAX_STEPS", "MIN_STEPS", "SCALINGS", "SHARE_CLIP",
+           "SHARE_MOMENTS", "SHARE_SCALING", "Budget", "Descent", "FitOptions", "Report"]

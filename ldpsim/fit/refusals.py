@@ -32,7 +32,7 @@ from ..engine.errors import ConfigError
 from ..privacy import scaling as sc
 from ..privacy.accountants import check_supported
 from ..privacy.gdp import gdp_epsilon
-from .options import EPSILON_RANGE, FIT_ACCOUNTANTS, LEVEL_RANGE, MIN_STEPS, SCALINGS, FitOptions
+from .options import EPSILON_RANGE, FIT_ACCOUNTANTS, LEVEL_RANGE, MIN_STEPS, SCALINGS, SHARE_CLIP, FitOptions
 from .read import MAX_ABS
 
 #: How far (on the scaled data) the clipped gradients must be able to carry the path: ``c clip sum_t t^-gamma``.
@@ -142,10 +142,11 @@ def check_batch_size(batch_size: int, n: int) -> None:
 
 
 def check_shares(private: list[str], share_moments: float, share_scaling: float) -> None:
-    """The shares of ``A~``, ``S~`` and of a private scaling leave the path at least 0.1 of the budget."""
+    """The shares of ``A~``, ``S~`` and a private scaling leave the path 0.1 of ``mu^2`` (less the clip histogram's)."""
     if private and share_moments + share_scaling > 0.9:
         raise ConfigError(f"share_moments + share_scaling = {share_moments + share_scaling:g} leaves the path less "
-                          "than 0.1 of the budget; allowed: a sum of at most 0.9")
+                          f"than 0.1 of the budget ({0.1 - SHARE_CLIP:g} after the clip histogram's {SHARE_CLIP:g}); "
+                          "allowed: a sum of at most 0.9")
 
 
 def check_magnitudes(raw: dict[str, np.ndarray], columns: list[str], given: dict, scaling: str) -> None:
@@ -207,7 +208,8 @@ def check_split(floor: float, target: float, accountant: str, delta: float, extr
     """The further releases alone (``floor``, by the accountant) leave the path some of the target."""
     if floor >= target:
         raise ConfigError(f"A~ and S~{' and the scaling' if private else ''} (shares "
-                          f"{share_moments:g}{f' + {share_scaling:g}' if private else ''} of mu^2) alone "
+                          f"{share_moments:g}{f' + {share_scaling:g}' if private else ''} of mu^2, with the clip "
+                          f"histogram's {SHARE_CLIP:g}) alone "
                           f"are epsilon = {floor:.4g} by the {accountant} accountant at delta = {delta:g} (exactly "
                           f"{gdp_epsilon(extra, delta):.4g} as Gaussian mechanisms; the accountant's conversion "
                           f"loses), leaving nothing of epsilon = {target:.4g} for the path: lower --share-moments"

@@ -3,9 +3,12 @@
 :func:`release` assembles the :class:`FitResult` from the stages' outputs:
 the list of released quantities and their noise (what the accountant
 composed), the guarantee lines (the epsilon of the whole release by the
-accountant, the budget split, the CLT's figure as a comparison), and the notes
-that say what is NOT private or was withheld. :meth:`FitResult.render` prints
-it: what the guarantee does not cover first, then the coefficient table.
+accountant, the budget split, the CLT's figure as a comparison), what the
+private clip histogram says about the target (:func:`clip_lines`), and the
+notes that say what is NOT private or was withheld. :meth:`FitResult.render`
+prints it: what the guarantee does not cover first, then, where the clip
+binds, that the coefficients are those of the clipped loss, then the
+coefficient table.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from ..privacy.accountants import DESCRIPTION, IS_BOUND
 from ..privacy.gdp import gdp_epsilon
 from .calibrate import Plan
 from .intervals import Intervals
-from .options import FitOptions
-from .path import Released
+from .options import SHARE_CLIP, FitOptions
+from .path import Released, clip_edges
 from .scale import Columns, Scaled
 
 
@@ -35,9 +38,11 @@ class FitResult:
     the accountant composed), so that the guarantee can be checked from the
     outside: ``{"what": "path", "sampling", "sigma", "steps", "n", "batch_size",
     "relation"}``, ``{"what": "moments", "mu"}``, ``{"what": "scaling", "mu",
-    "columns", "histograms", "noise_sd"}``. ``seed`` is the seed the noise was
-    drawn from (fresh entropy unless one was given): never print it next to a
-    release.
+    "columns", "histograms", "noise_sd"}``, ``{"what": "clipping", "mu", "bins",
+    "noise_sd"}``. ``seed`` is the seed the noise was drawn from (fresh entropy
+    unless one was given): never print it next to a release. ``clipping`` is
+    what the private clip histogram says (:func:`clip_summary`); ``target``
+    the lines that open the output when the clip binds.
     """
 
     model: str
@@ -58,6 +63,8 @@ class FitResult:
     notes: list[str] = field(default_factory=list)
     seed: int | None = field(default=None, repr=False)
     diagnostics: dict = field(default_factory=dict)
+    clipping: dict = field(default_factory=dict)
+    target: list[str] = field(default_factory=list)
 
     def rows(self) -> list[dict]:
         out = []
@@ -88,8 +95,9 @@ class FitResult:
         # what the guarantee does not cover comes before anything it would seem to vouch for
         first = [line for line in self.guarantee if line.startswith("NOT private")]
         rest = [line for line in self.guarantee if not line.startswith("NOT private")]
-        text = first + [f"DP-SGD {self.model} regression: " + ", ".join(f"{k} = {v}" for k, v in self.settings.items()),
-                        tabulate(body, head, tablefmt="github", disable_numparse=True)]
+        settings = ", ".join(f"{k} = {v}" for k, v in self.settings.items())
+        text = first + self.target + [f"DP-SGD {self.model} regression: {settings}",
+                                      tabulate(body, head, tablefmt="github", disable_numparse=True)]
         text += rest + self.notes
         return "\n".join(text)
 
@@ -105,9 +113,12 @@ def release(options: FitOptions, columns: Columns, plan: Plan, scaled: Scaled, r
     if private:
         releases.append({"what": "scaling", "mu": plan.mu_scaling, "columns": len(private),
                          "histograms": sc.HISTOGRAMS * len(private), "noise_sd": plan.hist_sd})
+    releases.append({"what": "clipping", "mu": plan.mu_clip, "bins": len(clip_edges()), "noise_sd": plan.clip_sd})
+    clipping = clip_summary(released.clip_counts, plan.n, plan.clip_sd, clip)
+    target, clip_note = clip_lines(clipping, options.model)
     guarantee = guarantee_lines(plan, columns, options, released.sigma1, alone, total, clt_total)
     show_nonprivate = options.report.show_nonprivate
-    notes = [found.withheld] if found.withheld else []
+    notes = ([found.withheld] if found.withheld else []) + ([clip_note] if clip_note else [])
     if show_nonprivate:  # the share clipped is a statistic of the data that no accountant above covers
         notes.append(f"Clipped per-example gradients along the path: {100 * released.clip_rate:.2g}% (clip = "
                      f"{clip:.4g} on the scaled data); NOT private: shown for diagnosis only.")
@@ -140,7 +151,62 @@ def release(options: FitOptions, columns: Columns, plan: Plan, scaled: Scaled, r
     return FitResult(options.model, found.labels, found.estimate, found.intervals, options.report.level, guarantee,
                      settings, total, plan.delta, plan.accountant, options.scaling != "nonprivate", releases,
                      [scales[name] for name in columns.columns], found.nonprivate, time.perf_counter() - tic, notes,
-                     seed, diagnostics)
+                     seed, diagnostics, clipping, target)
+
+
+#: The clip is said to bind, in the output's first lines, when the private count of clipped rows exceeds
+#: CLIP_Z noise SDs and CLIP_NOTICE of n.
+CLIP_Z = 3.0
+CLIP_NOTICE = 0.001
+#: A clip binds rarely when the private histogram puts at most this share of rows above it (within 2 noise SDs).
+CLIP_RARE = 0.001
+
+
+def clip_summary(counts: np.ndarray, n: int, sd: float, clip: float) -> dict:
+    """What the private clip histogram (:func:`.path.clip_histogram`) says: post-processing of it alone.
+
+    ``clipped`` is ``n`` minus the noisy count of rows the clip leaves alone
+    (noise SD ``sd``), ``share`` that over ``n`` in [0, 1], ``binds`` whether
+    it exceeds :data:`CLIP_Z` SDs and :data:`CLIP_NOTICE` of ``n``;
+    ``suggested`` the smallest ``2^k clip`` (k >= 1) whose noisy tail count
+    is within 2 SDs of :data:`CLIP_RARE` of ``n`` or below (inf if none is),
+    ``above`` that tail's share.
+    """
+    clipped = float(n - counts[0])
+    binds = clipped > CLIP_Z * sd and clipped > CLIP_NOTICE * n
+    edges = clip_edges()
+    suggested, above = math.inf, math.nan
+    for k in range(1, len(edges) - 1):
+        tail = float(np.sum(counts[k + 1:]))
+        if tail <= CLIP_RARE * n + 2.0 * sd * math.sqrt(len(edges) - 1 - k):
+            suggested, above = float(edges[k]) * clip, min(max(tail / n, 0.0), 1.0)
+            break
+    return {"clipped": clipped, "sd": sd, "share": min(max(clipped / n, 0.0), 1.0), "share_se": sd / n,
+            "binds": bool(binds), "clip": clip, "suggested": suggested, "above": above,
+            "largest": float(edges[-2]) * clip}
+
+
+def clip_lines(summary: dict, model: str) -> tuple[list[str], str | None]:
+    """``(lines that open the output, note)``: where the clip binds, that the target is the clipped loss's."""
+    pct, se, clip = 100 * summary["share"], 100 * summary["share_se"], summary["clip"]
+    full = "OLS coefficients" if model == "linear" else "logistic MLE"
+    share = (f"{pct:.2g}% of the per-example gradients at the estimate exceed the clip {clip:.4g} (on the scaled "
+             f"data; private, from a noisy histogram of their norms, SE {se:.2g}%)")
+    if not summary["binds"]:
+        return [], (f"Clipping: {share}, not distinguishable from none or below {100 * CLIP_NOTICE:g}%. Where the "
+                    f"clip binds, the coefficients are those of the clipped (Huber-like) loss, not the {full}.")
+    if math.isfinite(summary["suggested"]):
+        raise_to = (f"a larger --clip, e.g. {summary['suggested']:.4g} (the same histogram puts "
+                    f"{100 * summary['above']:.2g}% of them above it at this estimate)")
+    else:
+        raise_to = (f"a --clip above {summary['largest']:.4g} (the same histogram puts more than "
+                    f"{100 * CLIP_RARE:g}% of them above every clip up to that)")
+    return [f"TARGET: the clip binds. {share[0].upper()}{share[1:]}. The coefficients therefore estimate the "
+            f"minimiser of the clipped (Huber-like) loss, not the {full}, and the intervals cover that target: the "
+            f"two differ where the clipped gradients do not balance (skewed or heavy-tailed residuals or "
+            f"covariates). To target the {full}, fit again with {raise_to}; the estimate moves as the clip is "
+            "raised, so repeat until these lines are gone. The noise grows with the clip (wider intervals), and "
+            "each fit is a release of its own: the budgets of all fits published or acted on add up."], None
 
 
 def guarantee_lines(plan: Plan, columns: Columns, options: FitOptions, sigma1: float, alone: float, total: float,
@@ -154,6 +220,7 @@ def guarantee_lines(plan: Plan, columns: Columns, options: FitOptions, sigma1: f
              "the private A~ and S~ behind the intervals"]
     if private:
         parts.append(f"the private scaling of {len(private)} column{'s' if len(private) > 1 else ''}")
+    parts.append("the private histogram of the gradient norms over the clip")
     kind = "a valid upper bound" if IS_BOUND[accountant] else "an APPROXIMATION, NOT a privacy guarantee"
     lines = []
     if options.scaling == "nonprivate":
@@ -171,10 +238,12 @@ def guarantee_lines(plan: Plan, columns: Columns, options: FitOptions, sigma1: f
              "Gaussian mechanisms)")
     if private:
         split += f", scaling {options.budget.share_scaling:g} (mu = {plan.mu_scaling:.4g})"
+    split += f", the clip histogram {SHARE_CLIP:g} (mu = {plan.mu_clip:.4g})"
     split += (f", the path the rest, solved by the accountant: the path alone is epsilon = {alone:.4g}, A~ and S~ "
               f"alone {gdp_epsilon(plan.mu_moments, delta):.4g}")
     if private:
         split += f", the scaling alone {gdp_epsilon(plan.mu_scaling, delta):.4g}"
+    split += f", the clip histogram alone {gdp_epsilon(plan.mu_clip, delta):.4g}"
     lines.append(split + " (composition is not a sum).")
     if accountant != "clt" and math.isfinite(clt_total):
         lines.append(f"For comparison, the CLT of Bu et al. (Xia et al.'s calibration, an approximation, not a "
@@ -185,4 +254,5 @@ def guarantee_lines(plan: Plan, columns: Columns, options: FitOptions, sigma1: f
     return lines
 
 
-__all__ = ["FitResult", "guarantee_lines", "release"]
+__all__ = ["CLIP_NOTICE", "CLIP_RARE", "CLIP_Z", "FitResult", "clip_lines", "clip_summary", "guarantee_lines",
+           "release"]
