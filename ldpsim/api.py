@@ -196,7 +196,8 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "auto"
     ----------
     source : str, Path, dict, Config or None
         A YAML config file, a mapping of config keys, a resolved config, or
-        ``None`` (defaults).
+        ``None`` with keys given as keywords (the defaults with them); ``None``
+        alone is refused.
     out : str or Path or None
         Output directory; default ``results/<file stem>`` for a file and
         none (in memory) for a dict. Chunks of finished replications are
@@ -249,6 +250,9 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "auto"
     ConfigError
         One line, before any work, for anything that cannot run.
     """
+    if source is None and not overrides:  # the defaults alone are hours of work nobody asked for
+        raise ConfigError("config = None: give a config to run (a YAML file, a dict of config keys or a Config), "
+                          "e.g. ldpsim.run('configs/quantile.yaml', reps=50, n=1e6)")
     config = load_config(source, overrides_from=overrides_from, **overrides)
     from_file = isinstance(source, (str, os.PathLike))
     if out is DEFAULT_OUT:

@@ -585,17 +585,52 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError:
         print(f"{PROG}: error: out of memory: lower --n-jobs, reps or the size of the grid", file=sys.stderr)
         return 1
+    except BrokenPipeError as exc:
+        if not _stdout_closed():  # another pipe (a worker's): a bug, reported as one
+            return _internal_error(exc)
+        return 1  # `ldpsim fit ... | head`: the reader has all it wanted; quietly, as Python's docs recommend
     except Exception as exc:  # a bug: one line, and the traceback on request
-        if os.environ.get("LDPSIM_TRACEBACK"):
-            raise
-        print(f"{PROG}: internal error: {type(exc).__name__}: {_one_line(exc)} (a bug in ldpsim; please report it "
-              "with the command; LDPSIM_TRACEBACK=1 shows where it happened)", file=sys.stderr)
-        return 70
+        return _internal_error(exc)
     finally:
         # the process's own command line after a complete run: it only exits now, and a SIGTERM would cut its exit
         # short (killed, exit -15, joblib's temporary folder and loky's semaphores left behind)
         if previous is not None and not (argv is None and _COMPLETE["set"]):
             signal.signal(signal.SIGTERM, previous)
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout's reader has gone (a closed pipe); if so, stdout is pointed at devnull for the exit's flush."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    except (OSError, ValueError):
+        return False
+    else:  # the failed write's data may be gone with it: ask the pipe itself
+        try:
+            import select
+
+            poll = select.poll()
+            poll.register(sys.stdout.fileno(), 0)  # (POLLERR, the reader gone, is always reported)
+            if not any(event & select.POLLERR for _, event in poll.poll(0)):
+                return False
+        except (AttributeError, OSError, ValueError):  # no poll, or a stdout without a file descriptor
+            return False
+    try:  # Python flushes stdout at exit: that flush must not fail again ("Exception ignored ...")
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # a stdout without a file descriptor (a test's capture)
+        pass
+    return True
+
+
+def _internal_error(exc: BaseException) -> int:
+    """A bug: one line, and the traceback on request (``LDPSIM_TRACEBACK=1``); exit status 70."""
+    if os.environ.get("LDPSIM_TRACEBACK"):
+        raise exc
+    print(f"{PROG}: internal error: {type(exc).__name__}: {_one_line(exc)} (a bug in ldpsim; please report it "
+          "with the command; LDPSIM_TRACEBACK=1 shows where it happened)", file=sys.stderr)
+    return 70
 
 
 #: Set when a run's outputs are complete (:func:`_outputs_complete`): SIGTERM no longer interrupts it.

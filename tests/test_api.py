@@ -188,3 +188,13 @@ def test_saving_an_in_memory_result_needs_a_directory():
         result.save()
     with pytest.raises(ldpsim.ConfigError, match="give a directory to draw into"):
         result.figures()
+
+
+def test_run_without_a_config_is_refused_in_one_line():
+    # ldpsim.run(None) ran the defaults, hours of work (issue 44, section 5)
+    with pytest.raises(ldpsim.ConfigError, match=r"^config = None: give a config to run \(a YAML file, a dict") as info:
+        ldpsim.run(None)
+    assert "\n" not in str(info.value)
+    with pytest.raises(ldpsim.ConfigError, match=r"^config = None"):
+        ldpsim.run()
+    assert ldpsim.load_config(None).settings  # validating the defaults is still fine

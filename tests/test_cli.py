@@ -236,3 +236,26 @@ def test_a_run_with_numba_disabled(tmp_path):
                            "--quiet", "--n-jobs", "1"], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_closed_stdout_pipe_ends_quietly():
+    # `python -m ldpsim fit ... | head` ended in "internal error: BrokenPipeError" (issue 44, section 5)
+    child = subprocess.Popen([sys.executable, "-m", "ldpsim", "keys", "quantile"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    child.stdout.close()  # the reader is gone before the first line is written
+    with child.stderr:
+        err = child.stderr.read().decode()
+    assert child.wait(timeout=300) == 1
+    assert err == "", err  # no internal error, no traceback, no "Exception ignored" at exit
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_still_a_bug(capsys, monkeypatch):
+    import ldpsim.cli as cli_module
+
+    def broken(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cli_module, "_keys", broken)
+    monkeypatch.delenv("LDPSIM_TRACEBACK", raising=False)
+    status = cli_module.main(["keys", "quantile"])
+    assert status == 70 and "internal error: BrokenPipeError" in capsys.readouterr().err

@@ -500,3 +500,17 @@ def test_run_arguments_given_as_config_keys_are_one_line(tmp_path, capsys):
     one_line_error(status, err, "--set n_jobs=...: n_jobs is not a config key; run takes it as --n-jobs")
     status, _, err = checked_cli(capsys, "run", config, "--set", "log=x", "--quiet", "--out", tmp_path / "o")
     one_line_error(status, err, "--set log=...: log is not a config key")
+
+
+def test_yaml_merge_keys_work_as_in_pyyaml(tmp_path):
+    # `<<: *x` was "not valid YAML" (the unique-key check constructed the merge key; issue 44, section 5)
+    path = tmp_path / "merged.yaml"
+    path.write_text("<<: &tiny {model: quantile, tau: 0.5, n: 4000, reps: 3}\n"
+                    "<<: [*tiny, {B: 50}]\n"
+                    "tau: 0.7\n")  # a key given beside the merge wins
+    config = ldpsim.load_config(str(path))
+    s = config.settings[0]
+    assert (s.model, s.tau, s.n, config.reps, s.B) == ("quantile", 0.7, 4000, 3, 50)
+    path.write_text("<<: {model: quantile}\ntau: 0.5\ntau: 0.7\n")
+    with pytest.raises(ConfigError, match=r"is not valid YAML: key 'tau' is given twice at line 3"):
+        ldpsim.load_config(str(path))

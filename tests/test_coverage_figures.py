@@ -167,3 +167,24 @@ def test_the_committed_coverage_runs_are_found():
 @pytest.mark.parametrize("run", list(_coverage_runs()))
 def test_every_committed_coverage_run_has_its_figure(run):
     assert (RESULTS / run / FIGURE).read_bytes()[:8] == PNG
+
+
+def test_every_point_is_inside_its_axes_and_other_taus_are_not_joined():
+    # the quick look (quantile, --n 1e6): x = tau, the outer methods' offset points fell off the axes (2 of 8), and
+    # a line joined tau = 0.5 to tau = 0.9 (issue 44, section 5)
+    rows = rows_of(taus=(0.5, 0.9), ns=(10**6,))
+    fig = draw(figure_class(), rows, "", 0.9)
+    axes = fig.subfigs[0].axes if fig.subfigs else fig.axes
+    assert axes[0].get_xlabel() == "tau"
+    counted = 0
+    for ax in axes:
+        low, high = ax.get_xlim()
+        for container in ax.containers:
+            line = container.lines[0]
+            x = np.asarray(line.get_xdata(), dtype=float)
+            assert ((low < x) & (x < high)).all(), (ax.get_title(), x, (low, high))
+            assert line.get_linestyle() == "None"  # points and bars, no line between two taus
+            counted += len(x)
+    assert counted == 2 * len(METHODS) + 2 * (len(METHODS) - 1)  # every coverage and length-ratio point
+    fig = draw(figure_class(), rows_of(), "", 0.9)  # along n, a method's points stay joined
+    assert all(c.lines[0].get_linestyle() == "-" for c in fig.subfigs[0].axes[0].containers)

@@ -118,3 +118,31 @@ def test_trace_refuses_the_release_methods_in_one_line():
 
     with pytest.raises(ConfigError, match=r"NPRR's \(NPRR_H\) run in `ldpsim run` with looks"):
         resolve_trace({"model": "mean", "mechanism": "nprr", "epsilon": 2.0, "n": 5000, "methods": ["SN", "NPRR_H"]})
+
+
+@pytest.mark.parametrize("change", [{"level": 0.001, "n": 10000, "reps": 8}, {"epsilon": 1e-6, "reps": 8}],
+                         ids=["level-0.001", "epsilon-1e-6"])
+def test_an_empty_nprr_set_has_length_zero_and_does_not_cover(change):
+    # NPRR's sets are [max(0, a), min(1, b)] for a mean in [0, 1]: empty (lo > hi) once they leave [0, 1] or
+    # their running intersection crosses; hi - lo was reported as their length (-0.10 at level 0.001, -9658 at
+    # epsilon 1e-6; issue 44, section 4)
+    config = {**SMALL, "methods": NPRR_METHODS, **change}
+    result = ldpsim.run(config, n_jobs=1, progress=False)
+    for table in ("summary", "looks", "uniform"):
+        lengths = [row["length"] for row in result.tables[table]]
+        assert all(0.0 <= v <= 1.0 for v in lengths), (table, lengths)
+    assert all(row["se_ratio"] >= 0.0 for row in result.tables["summary"])
+    assert any(row["coverage"] < 1.0 for row in result.tables["summary"])  # the empty sets (lo > hi) miss
+
+
+def test_the_length_of_an_empty_set_is_zero():
+    from ldpsim.reporting.stats import set_length
+
+    np.testing.assert_array_equal(set_length([0.2, 0.7, 1.0, math.nan], [0.5, 0.3, 0.0, 0.4]), [0.3, 0.0, 0.0, math.nan])
+
+
+def test_nprr_methods_without_privacy_are_refused_in_one_line():
+    with pytest.raises(ConfigError, match=r"^methods = .* with epsilon = inf: NPRR_H read each user's NPRR release, "
+                                          r"and without privacy there is none; allowed: a finite epsilon") as info:
+        ldpsim.load_config({**SMALL, "epsilon": math.inf, "methods": ["SN", "NPRR_H"]})
+    assert "null" not in str(info.value) and "\n" not in str(info.value)

@@ -246,3 +246,43 @@ def test_files_that_are_links_to_a_device_are_not_read_forever(earlier, capsys):
     one_line_error(status, err, "holds a meta.json that is not a run's (it is not a regular file)")
     status, _, err = cli(capsys, "table", out)
     one_line_error(status, err, "meta.json' cannot be read: it is not a regular file")
+
+
+# --- a user's file edited since is another run (issue 44, section 3) ----------------------------------------------
+
+
+def test_an_edited_users_file_is_another_run_by_its_source_hash():
+    from ldpsim.engine.runs.outdir import RunIdentity
+
+    def identity(model, methods=("BM",)):
+        return RunIdentity.of("coverage", {"model": model, "methods": list(methods), "n": 1000})
+
+    first, edited = identity("/u/m.py:M#" + "a" * 16), identity("/u/m.py:M#" + "b" * 16)
+    assert not first.same_run(edited) and first.run_id != edited.run_id
+    assert edited.differences(first) == [("model", "/u/m.py:M#" + "a" * 16, "/u/m.py:M#" + "b" * 16)]
+    method = identity("quantile", ["BM", "/u/bm.py:B#" + "a" * 16])
+    assert not method.same_run(identity("quantile", ["BM", "/u/bm.py:B#" + "c" * 16]))  # a user's method's file too
+    assert first.same_run(identity("/u/m.py:M#" + "a" * 16))
+    # a meta.json written before values carried the hashes: the same file is the same run, as it was
+    assert first.same_run(RunIdentity.of("coverage", {"model": "/u/m.py:M", "methods": ["BM"], "n": 1000}))
+
+
+@pytest.mark.slow  # compiles a user's model's kernel
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_run_after_the_users_model_file_was_edited_is_refused(tmp_path, capsys, resume):
+    source = (Path(__file__).resolve().parents[1] / "examples" / "clipped_mean.py").read_text()
+    (tmp_path / "clipped_mean.py").write_text(source)
+    config = tmp_path / "c.yaml"
+    config.write_text("model: clipped_mean.py:ClippedMean\nrate: 1.0\nclip: 3.0\nepsilon: 1\nn: 2000\nreps: 2\n"
+                      "methods: [BM]\nseed: 3\n")
+    out = tmp_path / "out"
+    status, _, err = cli(capsys, "run", config, "--out", out, "--quiet", "--n-jobs", "1")
+    assert status == 0, err
+    before = snapshot(out)
+    theirs = json.loads((out / "meta.json").read_text())["run_id"]
+    (tmp_path / "clipped_mean.py").write_text(source.replace("params.clip)", "params.clip) + 0.0", 1))
+    status, _, err = cli(capsys, "run", config, "--out", out, "--quiet", "--n-jobs", "1",
+                         *(["--resume"] if resume else []))
+    one_line_error(status, err, f"out = '{out}' holds another run, {theirs} ", "ClippedMean#",
+                   "a user's file was edited since", "--force")
+    assert snapshot(out) == before  # the first version's results and chunks, untouched

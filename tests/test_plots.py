@@ -71,3 +71,37 @@ def test_missing_matplotlib_skips_in_one_line(tmp_path, capsys, monkeypatch):
         "ldpsim: figure skipped: coverage.png needs matplotlib, which is not installed: pip install 'matplotlib>=3.7'",
         "ldpsim: heat maps skipped: heat maps need matplotlib, which is not installed: pip install 'matplotlib>=3.7'"]
     assert not list(tmp_path.glob("*.png"))
+
+
+_DRAW = """
+import os, sys
+from ldpsim.reporting.figures import figure_class
+figure = figure_class()()
+figure.add_subplot().plot([0, 1])
+figure.savefig(sys.argv[1])
+print(os.environ.get("MPLCONFIGDIR", ""))
+"""
+
+
+@pytest.mark.parametrize("broken", ["file", "unwritable"])
+def test_an_unusable_home_or_cache_dir_gives_no_matplotlib_lines(tmp_path, broken):
+    # matplotlib printed "mkdir -p failed ..." and "Matplotlib created a temporary cache directory ..." (issue 44, s. 5)
+    import os
+    import subprocess
+
+    home = tmp_path / "home"
+    if broken == "file":
+        home.write_text("not a directory")
+    else:
+        home.mkdir()
+        home.chmod(0o500)
+        if os.access(home, os.W_OK):
+            pytest.skip("root writes into read-only directories")
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME")}
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / "cache"), TMPDIR=str(tmp_path),
+               PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", _DRAW, str(tmp_path / "f.png")], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert (tmp_path / "f.png").stat().st_size > 0
+    assert done.stdout.strip().startswith(str(tmp_path / "ldpsim-matplotlib-"))

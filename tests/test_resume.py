@@ -276,3 +276,32 @@ def test_a_damaged_record_of_invocations_is_read_without_trouble(tmp_path, invoc
     (tmp_path / "meta.json").write_text(json.dumps(meta))
     result = api_run(SMALL, out=tmp_path, resume=True)
     assert math.isfinite(result.meta["wall_time_s"]) and result.meta["wall_time_s"] < 1e6
+
+
+def test_the_progress_bar_says_estimating_until_it_knows(monkeypatch):
+    # a 9-minute run said 24 hours before its estimate settled (compiling counted as steps; issue 44, section 5)
+    import io
+    import time
+
+    from tqdm.auto import tqdm
+
+    from ldpsim.engine.runs.driver import ETA_FORMAT, Estimate
+
+    clock = {"now": 0.0}
+    monkeypatch.setattr(time, "perf_counter", lambda: clock["now"])
+    out = io.StringIO()
+    bar = tqdm(total=1000, unit="step", file=out, bar_format=ETA_FORMAT, desc="SGD steps", mininterval=0)
+    eta = Estimate(bar, workers=2)
+    bar.refresh()
+    assert out.getvalue().rstrip().endswith("estimating]")
+    clock["now"] = 3600.0  # an hour of compiling: no part of the steps' speed
+    eta.start()
+    clock["now"] = 3610.0
+    eta.update(100)  # one chunk of two workers' first: not yet an estimate
+    bar.refresh()
+    assert out.getvalue().rstrip().endswith("estimating]")
+    clock["now"] = 3620.0
+    eta.update(100)  # 200 steps in 20 s: 800 left at 10 per s
+    bar.refresh()
+    bar.close()
+    assert "01:20 left, 10.0step/s]" in out.getvalue() and "hour" not in out.getvalue()

@@ -37,7 +37,11 @@ The authors' quirks, all kept (each one leaves the guarantee intact, see the fun
 1. **No running intersection in the CSs.** ``nprr_*_cs`` return ``[L_t, U_t]`` as above, not
    monotone in ``t``; the CIs do take the running intersection (the Hoeffding CI optionally).
 2. **One-sided clipping.** ``L_t`` is floored at 0 but not capped at 1, ``U_t`` capped at 1 but not
-   floored at 0: on extreme data ``L_t > U_t``, the empty set.
+   floored at 0: on extreme data ``L_t > U_t``, the empty set. That is the set exactly: ``[max(0, a),
+   min(1, b)]`` is ``[a, b]`` intersected with ``[0, 1]``, empty when ``a > 1`` or ``b < 0``, and the
+   running intersection is empty when ``max_s L_s > min_s U_s``. Valid at every level and budget (Ville's
+   inequality needs only ``alpha < 2``); an empty set covers nothing and has length 0, which the
+   coverage study reports (:func:`ldpsim.reporting.stats.set_length`), not the negative ``U_t - L_t``.
 3. **Off-by-one in the empirical-Bernstein centre.** ``zeta_hat_t = (1/2 + S_{t-1} z_i) / (t + 1)``:
    ``t`` terms over ``t + 1`` (confseq's own centre is ``(1/2 + S_{t-1} z_i) / t``), which shrinks it
    towards 0 (``zeta_hat_1 = 1/4``). Any predictable centre keeps the supermartingale, so the CS stays

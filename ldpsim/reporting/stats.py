@@ -22,6 +22,18 @@ def proportion(name: str, hits) -> dict:
     return {name: p, f"{name}_se": math.sqrt(p * (1.0 - p) / r) if r else math.nan}
 
 
+def set_length(lo, hi):
+    """The length of ``{m : lo <= m <= hi}``, elementwise: ``hi - lo``, 0 for an empty set (``lo > hi``), NaN kept.
+
+    A confidence set intersected with a parameter range can be empty: NPRR's sets for a mean in
+    ``[0, 1]`` are ``[max(0, a), min(1, b)]``, empty once ``a > 1`` or ``b < 0`` or once their running
+    intersection crosses (``max_s L_s > min_s U_s``). Its length is 0 and it covers nothing, not the
+    negative ``hi - lo``.
+    """
+    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    return np.maximum(hi - lo, 0.0)  # NaN stays NaN
+
+
 def mean_se(values) -> tuple[float, float]:
     """Mean and standard error of the mean of a sample (NaN SE for fewer than two values)."""
     values = np.asarray(values, dtype=float)
@@ -78,4 +90,4 @@ def loglog_slope(x, samples, level: float = 0.95) -> dict:
     return {"slope": slope, "slope_se": se, "slope_lo": slope - z * se, "slope_hi": slope + z * se}
 
 
-__all__ = ["loglog_slope", "mean_se", "proportion"]
+__all__ = ["loglog_slope", "mean_se", "proportion", "set_length"]

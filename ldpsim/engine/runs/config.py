@@ -552,12 +552,17 @@ def _too_many_values(data, limit: int) -> bool:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a key given twice in one mapping (YAML forbids it; PyYAML keeps the last)."""
+    """PyYAML's safe loader, refusing a key given twice in one mapping (YAML forbids it; PyYAML keeps the last).
+
+    Merge keys (``<<: *x``) work as in PyYAML's: the merged mapping's keys, each overridden by a key given beside it.
+    """
 
 
 def _unique_mapping(loader, node, deep=False):
     seen = set()
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *x`: construct_mapping merges it, a key given here wins
+            continue
         key = loader.construct_object(key_node, deep=deep)
         try:
             duplicate = key in seen

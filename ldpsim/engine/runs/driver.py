@@ -85,6 +85,49 @@ def _run_tasks(calls: list, n_jobs: int, streaming: bool, in_thread: bool = Fals
         yield from parallel(calls[first:first + wave])
 
 
+#: The progress bar: its time left is :class:`Estimate`'s (the postfix), "estimating" until it knows.
+ETA_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
+
+
+class Estimate:
+    """The time a run has left, from the speed of its steps since compiling ended; "estimating" before that is known.
+
+    tqdm's own estimate counts the kernels' compilation (minutes, before the first chunk) as time spent on
+    steps and, with several workers, the first chunk as the only one under way: a 9-minute run said 24 hours.
+    This one says ``estimating`` until as many chunks as there are workers are in (or the run is done), then
+    ``remaining steps / (steps done / seconds since compiling ended)``.
+    """
+
+    def __init__(self, bar, workers: int = 1):
+        self.bar, self.workers = bar, max(1, int(workers))
+        self.started, self.done, self.chunks = None, 0, 0
+        self._say("estimating")
+
+    def _say(self, text: str) -> None:
+        self.bar.set_postfix_str(text, refresh=False)
+
+    def start(self) -> None:
+        """The steps start now (the kernels are compiled)."""
+        import time
+
+        self.started, self.done, self.chunks = time.perf_counter(), 0, 0
+
+    def update(self, steps: int) -> None:
+        """A chunk of ``steps`` steps is in."""
+        import time
+
+        from tqdm import tqdm as _tqdm
+
+        self.done += steps
+        self.chunks += 1
+        spent = time.perf_counter() - self.started if self.started is not None else 0.0
+        left = self.bar.total - self.bar.n - steps
+        if self.chunks >= self.workers and spent > 0 and self.done > 0:
+            rate = self.done / spent
+            self._say(f"{_tqdm.format_interval(left / rate)} left, {_tqdm.format_sizeof(rate)}step/s")
+        self.bar.update(steps)
+
+
 def simulate(config: Config, *, n_jobs: int = -1, backend: str = "auto", scheduler: str | None = None,
              chunk_dir: Path | None = None, resume: bool = False, progress: bool = True,
              log: Callable[[str], None] | None = None, stats: dict | None = None,
@@ -193,8 +236,9 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "auto", schedul
     # hundred times an n = 1e6 one, and the ETA should know it
     total = sum(cost(m, config.reps) for m in groups.values())
     with tqdm(total=total, unit="step", unit_scale=True, disable=not progress, dynamic_ncols=True,
-              desc="SGD steps") as bar:
+              desc="SGD steps", bar_format=ETA_FORMAT) as bar:
         bar.update(total - sum(cost(todo, stop - start) for todo, start, stop in tasks))
+        eta = Estimate(bar, local_workers(n_jobs) if backend in LOCAL and scheduler is None else 1)
         if tasks:
             with usercode.compile_errors("user code"):  # numba's page of typing errors, cut to its cause
                 # compiles into the cache that local workers load from, the missing kernels side by side on the
@@ -210,6 +254,7 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "auto", schedul
                 else:  # a cluster's workers load from their own caches: this process fills its own
                     interrupt.while_compiling(lambda: study.warm_up(config, lanes), said)
             identity = store.code_identity(study)
+            eta.start()  # the steps' own speed: compiling is behind us
             calls = [delayed(_chunk_task)(todo, study, [config.settings[i] for i in todo], config.options,
                                           config.seed, start, stop, identity, lanes)
                      for todo, start, stop in tasks]
@@ -225,7 +270,7 @@ def simulate(config: Config, *, n_jobs: int = -1, backend: str = "auto", schedul
                             stats["computed"] += 1
                             stats["computed_s"] += spent
                             stats["compute_s"] += spent
-                        bar.update(cost([results[0][0][0]], len(results[0][1]["ok"])))
+                        eta.update(cost([results[0][0][0]], len(results[0][1]["ok"])))
             except BaseException:
                 interrupt.request_stop()  # kernels still running in this process's threads stop at their next poll
                 raise

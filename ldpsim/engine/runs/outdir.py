@@ -89,9 +89,13 @@ class RunIdentity:
 
         out = [] if self.kind == other.kind else [("study", other.kind, self.kind)]
         for key, value in self.values.items():
-            # a user's file edited since: the same run, whose chunks (keyed on the file's hash) are recomputed
-            if key in other.values and without_digest(other.values[key]) != without_digest(value):
-                out.append((key, other.values[key], value))
+            if key not in other.values or other.values[key] == value:
+                continue
+            # a user's file edited since is another run (its source hash differs), as another file is; a value
+            # recorded without hashes (a meta.json written before they existed) is compared by its files only
+            theirs = other.values[key]
+            if without_digest(theirs) != without_digest(value) or without_digest(theirs) != theirs:
+                out.append((key, theirs, value))
         return out
 
     def same_run(self, other: "RunIdentity") -> bool:
@@ -420,6 +424,10 @@ def _check_owner(path: Path, identity: RunIdentity, force: bool, chunk_keys, nam
         theirs = ", ".join(f"{k} = {show(a)}" for k, a, _ in diff[:3]) + more
         ours = ", ".join(f"{k} = {show(b)}" for k, _, b in diff[:3]) + more
         what = f"another run, {other.run_id} ({theirs}), not this one, {identity.run_id} ({ours})"
+        from .usercode import without_digest
+
+        if diff and all(without_digest(a) == without_digest(b) for _, a, b in diff):
+            what += ": a user's file was edited since (its source hash differs)"
     if not force:
         raise ConfigError(f"{name} = {str(path)!r} holds {what}: {WAY_OUT}")
     clear_run(path, meta)

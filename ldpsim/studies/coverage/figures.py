@@ -19,7 +19,9 @@ last varied numeric key of the grid (``beta`` in a gamma x beta sweep, a panel
 per ``tau`` and ``gamma``; ``batch_size`` in the mini-batch run), on a log
 scale if it spans a decade or more. The methods are offset a little along x
 (never a third of the way to the next value) so that their bars do not hide
-each other, and one legend for the figure sits below the panels. A grid of
+each other; the x limits hold every point so placed. A method's points are
+joined by a line along ``n`` only: the values of another x key (``tau``,
+``beta``) are other problems, shown as points. One legend for the figure sits below the panels. A grid of
 more than :data:`MAX_PANELS` panels shows the first ones and says so.
 """
 
@@ -213,7 +215,9 @@ def draw(Figure, rows: list[dict], title: str = "", level: float | None = None):
             ax_l.axhline(1.0, color="0.35", linestyle="--", linewidth=1.0, zorder=1)
         for method in methods:
             colour, marker = _STYLE.get(method, (None, "o"))
-            style = dict(color=colour, marker=marker, ms=4, capsize=2.5, linewidth=1.1, label=method)
+            # a line follows a method along n only: the values of another key (tau, beta) are other problems
+            style = dict(color=colour, marker=marker, ms=4, capsize=2.5, linewidth=1.1, label=method,
+                         linestyle="-" if x_key == "n" else "none")
             pts = [(x, cell[(method, x)]) for x in xs if (method, x) in cell and _finite(cell[(method, x)]["coverage"])]
             if pts:
                 cov = np.array([r["coverage"] for _, r in pts])
@@ -245,8 +249,9 @@ def draw(Figure, rows: list[dict], title: str = "", level: float | None = None):
         ax_l.set_ylabel("length ratio" if has_oracle else "mean length")
         if not has_oracle:
             ax_l.set_yscale("log")
+        placed = np.array([x for m in methods for x in at[m].values()], dtype=float)
         for ax in (ax_c, ax_l):
-            _x_axis(ax, xs, x_key, log_x)
+            _x_axis(ax, xs, x_key, log_x, placed)
     if handles:
         fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=len(handles), fontsize=9,
                    frameon=False)
@@ -266,17 +271,21 @@ def draw(Figure, rows: list[dict], title: str = "", level: float | None = None):
     return fig
 
 
-def _x_axis(ax, xs: np.ndarray, x_key: str, log_x: bool) -> None:
-    """Scale, limits, ticks (the grid's own values, if few) and label of a panel's x axis."""
+def _x_axis(ax, xs: np.ndarray, x_key: str, log_x: bool, placed=None) -> None:
+    """Scale, limits, ticks (the grid's own values, if few) and label of a panel's x axis.
+
+    The limits hold every point as placed (``placed``: the methods' offset positions), with a margin.
+    """
+    ends = np.concatenate([xs, placed if placed is not None else []]) if len(xs) else xs
     if log_x:
         ax.set_xscale("log")
         if len(xs):
-            ax.set_xlim(xs.min() / 10**0.25, xs.max() * 10**0.25)
+            ax.set_xlim(ends.min() / 10**0.25, ends.max() * 10**0.25)
     elif len(xs) == 1:
-        ax.set_xlim(xs[0] - 1.0, xs[0] + 1.0)
+        ax.set_xlim(min(xs[0] - 1.0, ends.min() - 0.1), max(xs[0] + 1.0, ends.max() + 0.1))
     elif len(xs):
         pad = 0.12 * float(np.ptp(xs))
-        ax.set_xlim(xs.min() - pad, xs.max() + pad)
+        ax.set_xlim(ends.min() - pad, ends.max() + pad)
     if len(xs) and (not log_x or len(xs) <= 6):
         ax.set_xticks(xs, [_show(int(x) if x_key == "n" else float(x), tex=True) for x in xs])
         ax.minorticks_off()

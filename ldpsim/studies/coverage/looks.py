@@ -42,7 +42,7 @@ from ...inference import intervals as inference
 from ...inference.streaming import StreamLayout, checkpoint_grid
 from ...models import build_model, model_class
 from ...recursion.twins import path_twin, state_from_definitions
-from ...reporting.stats import mean_se, proportion
+from ...reporting.stats import mean_se, proportion, set_length
 from ...inference.methods import ZOO_METHODS
 from ...inference.user_methods import is_user_method, label
 from ...inference.methods.nprr import release_reference
@@ -273,7 +273,7 @@ def look_tables(config, chunks) -> dict[str, list[dict]]:
             lo, hi = b[..., 0], b[..., 1]
             with np.errstate(invalid="ignore"):
                 covered = (lo <= truth) & (truth <= hi)  # NaN: not covering
-            length = hi - lo
+            length = set_length(lo, hi)  # an empty set (NPRR's, lo > hi) has length 0
             for q, t in enumerate(grid):
                 finite = np.isfinite(length[:, q])
                 row = dict(head, method=label(method), look=q + 1, t=int(t), reps=reps,

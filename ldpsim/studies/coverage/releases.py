@@ -12,6 +12,7 @@ methods and these read the same releases of the same users.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -136,6 +137,10 @@ def validate_releases(s, options) -> None:
     if not names:
         return
     methods = f"methods = {show(list(options['methods']))}"
+    epsilon = getattr(s, "epsilon", None)
+    if s.model == "mean" and getattr(s, "mechanism", None) is None and epsilon is not None and math.isinf(epsilon):
+        raise ConfigError(f"{methods} with epsilon = inf: {', '.join(names)} read each user's NPRR release, and "
+                          "without privacy there is none; allowed: a finite epsilon with mechanism nprr")
     if s.model != "mean" or s.mechanism != "nprr":
         raise ConfigError(f"{methods} with model = {s.model!r}, mechanism = {show(getattr(s, 'mechanism', None))}: "
                           f"{', '.join(names)} read each user's NPRR release: model mean with mechanism nprr")

@@ -20,7 +20,7 @@ from ...inference.methods import ZOO_METHODS, names
 from ...inference.user_methods import is_user_method, label
 from ...models import build_model
 from ...reporting.csvio import columns_before
-from ...reporting.stats import proportion
+from ...reporting.stats import proportion, set_length
 from ..base import STAT_COLUMNS
 
 
@@ -94,7 +94,7 @@ def _stats(est, lo, hi, truth, z) -> dict:
                     bias=nan, sd=nan, se_ratio=nan)
     covered = (lo <= truth) & (truth <= hi)
     coverage = float(covered.mean())
-    lengths = hi - lo
+    lengths = set_length(lo, hi)  # an empty set (NPRR's, lo > hi) has length 0
     length = float(lengths.mean())
     sd = float(est.std(ddof=1)) if r > 1 else math.nan
     return dict(
