@@ -23,35 +23,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
-import sys
-import time
 import warnings
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-from .engine.runs.backends import LOCAL, check_backend, local_workers, resolve_backend
-from .engine.runs.chunks import chunk_key, chunk_size
-from .engine.runs.config import Config, check_run_memory, plain, show
 from .engine.errors import ConfigError
+from .engine.runs.config import Config, show
 from .engine.runs.outdir import RunIdentity, check_path, identity_of_meta, open_output, read_meta, write_text
-from .engine.runs.pilot import check_run_time
+from .engine.runs.run import Run
 from .reporting.csvio import read_csv, write_csv
-from .reporting.meta import git_commit, machine, versions
 
 #: Stands for "the default output directory" (``results/<file stem>`` for a file, none for a dict).
 DEFAULT_OUT = object()
-
-
-def simulate(config: Config, **options) -> list[dict]:
-    """:func:`ldpsim.engine.runs.driver.simulate`, loaded on a run's first call (joblib with it)."""
-    from .engine.runs.driver import simulate as run_chunks  # lazy: import ldpsim <= 1 s (issue 41)
-
-    return run_chunks(config, **options)
 
 
 def load_config(source=None, overrides_from: str = "overrides", **overrides) -> Config:
@@ -90,10 +76,6 @@ def load_config(source=None, overrides_from: str = "overrides", **overrides) -> 
     if isinstance(source, (str, os.PathLike)):
         check_path(source, "config")  # not empty, no NUL byte
     return load(source, overrides, overrides_from=overrides_from)
-
-
-def _identity(config: Config) -> RunIdentity:
-    return RunIdentity.of(config.study.name, {k: v for k, v in config.values.items() if k != "study"})
 
 
 @dataclass
@@ -200,25 +182,6 @@ def quiet_drawing():
         yield
 
 
-#: The widest lanes a run may ask for (a kernel's per-lane state is O(lanes d); beyond a few vector registers
-#: nothing is gained, and each width is compiled anew).
-MAX_LANES = 64
-
-
-def _check_lanes(lanes):
-    """``lanes`` as an int in [1, MAX_LANES], or None (each study's default); a ConfigError otherwise."""
-    lanes = plain(lanes)
-    if lanes is None:
-        return None
-    if isinstance(lanes, bool) or not isinstance(lanes, (int, float)) or lanes != lanes or lanes % 1:
-        raise ConfigError(f"lanes = {show(lanes)} is not an integer; allowed: 1 to {MAX_LANES}, or none "
-                          "(the fastest measured)")
-    if not 1 <= lanes <= MAX_LANES:
-        raise ConfigError(f"lanes = {show(lanes)} is outside [1, {MAX_LANES}]; allowed: 1 to {MAX_LANES}, or none "
-                          "(the fastest measured)")
-    return int(lanes)
-
-
 def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "auto", scheduler: str | None = None,
         resume: bool = False, force: bool = False, progress: bool = True, name: str | None = None,
         command: list[str] | None = None, overrides_from: str = "overrides", log=None, allow_long: bool = False,
@@ -294,191 +257,17 @@ def run(source=None, *, out=DEFAULT_OUT, n_jobs: int = -1, backend: str = "auto"
     from_file = isinstance(source, (str, os.PathLike))
     if out is DEFAULT_OUT:
         out = Path("results") / Path(source).stem if from_file else None
-    resume, force, progress, allow_long = (plain(v) for v in (resume, force, progress, allow_long))  # numpy's bools
-    for flag, value in (("resume", resume), ("force", force), ("progress", progress), ("allow_long", allow_long)):
-        if not isinstance(value, bool):
-            raise ConfigError(f"{flag} = {show(value)} is not True or False")
-    if log is not None and not callable(log):
-        raise ConfigError(f"log = {show(log)} is not a function: give one that takes a line of text, or None")
-    if resume and out is None:
-        raise ConfigError("resume = True needs out, the directory whose chunks it continues")
-    if name is not None and not isinstance(name, str):
-        raise ConfigError(f"name = {show(name)} is not a string")
-    name = name or (Path(source).stem if from_file else "run")
-    study = config.study
-    lanes = _check_lanes(lanes)
-    check_backend(backend, scheduler, n_jobs)  # a bad backend leaves no empty output directory
-    backend = resolve_backend(backend, study)
-    n_jobs = int(n_jobs)  # (numpy's integers are taken too)
-    log = log if log is not None else _stderr
-    if backend in LOCAL or (backend == "dask" and scheduler is None):
-        workers = min(local_workers(n_jobs), sum(-(-config.reps // chunk_size(study.steps(s))) for s in config.settings))
-        check_run_memory(study, config.settings, config.options, config.reps, workers=workers)
-        # (on a cluster of unknown size the time is not estimated)
-        check_run_time(study, config, workers, allow_long, lanes, log=log)
-    identity = _identity(config)
-    started = datetime.now(timezone.utc)
-    commit = git_commit()  # the code that computes, not whatever is checked out at the end
-    meta = {
-        "name": name,
-        "study": study.name,
-        "run_id": identity.run_id,
-        "status": "running",
-        "config": config.values,
-        "root_seed": config.seed,
-        "settings": len(config.settings),
-        "varied": list(config.varied),
-        "n_jobs": n_jobs,
-        "lanes": lanes,
-        "backend": backend,
-        "scheduler": scheduler,
-        "resume": resume,
-        "started_utc": started.isoformat(timespec="seconds"),
-        "command": command or sys.argv,
-        "versions": versions(),
-        "git_commit": commit,
-        "machine": machine(),
-    }
-    from .models.truth import deferred
+    plan = Run(config, out=out, name=name, default_name=Path(source).stem if from_file else "run", n_jobs=n_jobs,
+               backend=backend, scheduler=scheduler, resume=resume, force=force, progress=progress,
+               command=command, log=log, allow_long=allow_long, lanes=lanes)
 
-    with deferred():  # an estimate not made yet is made beside the kernels' compilation, and recorded after it
-        extra = study.run_meta(config)  # users' files (path, SHA-256) and the truths estimated for them
-    truth_pending = extra.pop("truth_pending", False)
-    meta.update(extra)
-    handle = None
-    if out is not None:
-        keys = {chunk_key(study, s, config) for s in config.settings}
-        handle = open_output(out, identity, force=force, chunk_keys=keys)
-    tic = time.perf_counter()
-    stats: dict = {}
-    try:
-        # the invocations of this run so far (an interrupted run being resumed), and this one
-        earlier = read_meta(handle.path / "meta.json")[0] if resume and handle.holds_this_run else None
-        meta["invocations"] = _invocations(earlier) + [{"started_utc": meta["started_utc"], "status": "running"}]
-        if handle is not None:
-            _copy_user_files(handle.path, meta)  # a result without its model's source cannot be reproduced
-        if handle is not None and not handle.holds_this_run:
-            # which run this directory holds, before any work: an interrupted run is identified, and resumed
-            _write_meta(handle.path, meta)
-        chunks = simulate(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
-                          chunk_dir=handle.chunks if handle is not None else None, resume=resume,
-                          progress=progress, log=log, stats=stats, lanes=lanes)
-        if truth_pending:
-            meta.update(study.run_meta(config))
-        _record_invocation(meta, stats, started, time.perf_counter() - tic, "complete")
-        with np.errstate(all="ignore"):  # non-finite statistics are written as nan, not warned about
-            tables = study.summarize(config, chunks)
-        meta.update({
-            "status": "complete",
-            "n_failed": int(sum((~c["ok"]).sum() for c in chunks)),
-        })
-        result = Result(config, tables, meta, handle.path if handle is not None else None)
-        if handle is not None:
-            result._write(handle.path)
-    except BaseException as exc:
-        if handle is not None:
-            handle.discard()  # a directory this run made and saved nothing in is removed again
-            if stats and (handle.path / "meta.json").is_file():  # kept for --resume: say what this invocation did
-                _record_invocation(meta, stats, started, time.perf_counter() - tic,
-                                   "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
-                meta["status"] = meta["invocations"][-1]["status"]
-                try:
-                    write_text(handle.path / "meta.json", json.dumps(meta, indent=2, allow_nan=True) + "\n")
-                except OSError:
-                    pass  # the disk that failed the run; the chunks are what matters
-        if handle is not None and isinstance(exc, OSError) and _inside(exc.filename, handle.path):
-            # the disk filled up, or the directory was taken away, during the run
-            raise ConfigError(f"out = {str(handle.path)!r}: cannot write {exc.filename}: {exc.strerror or exc}") from None
-        raise
-    finally:
-        if handle is not None:
-            handle.close()
-    return result
+    def write(tables, meta, path):
+        result = Result(config, tables, meta, path)
+        if path is not None:
+            result._write(path)
+        return result
 
-
-def _copy_user_files(out: Path, meta: dict) -> None:
-    """Copy each user's file of the run into ``out/user_files/`` and record the copy's name in ``meta``."""
-    import shutil
-
-    taken = set()
-    for entry in meta.get("user_files", []):
-        source = Path(entry["path"])
-        name = source.name if source.name not in taken else f"{entry['sha256'][:8]}_{source.name}"
-        taken.add(name)
-        target = out / "user_files" / name
-        try:
-            (out / "user_files").mkdir(exist_ok=True)
-            # a run rerun from its own copy (model: user_files/m.py, --out the same directory) has it already
-            if not (target.exists() and os.path.samefile(source, target)):
-                shutil.copyfile(source, target)
-        except OSError as exc:
-            raise ConfigError(f"out = {str(out)!r}: cannot copy {str(source)!r} into user_files/: "
-                              f"{exc.strerror or exc}") from None
-        entry["copy"] = f"user_files/{name}"
-
-
-def _invocations(meta) -> list:
-    """The invocations an earlier ``meta.json`` of this run records (a run interrupted and resumed)."""
-    earlier = meta.get("invocations") if isinstance(meta, dict) else None
-    if not isinstance(earlier, list):
-        return [{"status": "not recorded (an earlier ldpsim)"}] if isinstance(meta, dict) else []
-    out = []
-    for entry in earlier:
-        if not isinstance(entry, dict):
-            continue
-        entry = dict(entry)
-        wall = entry.get("wall_time_s")
-        if not (isinstance(wall, (int, float)) and not isinstance(wall, bool) and 0 <= wall < 1e12):
-            entry.pop("wall_time_s", None)  # a damaged record is not summed
-        if entry.get("status") == "running":  # ended without a word (killed): its chunks count, its time is unknown
-            entry["status"] = "ended unrecorded (killed?)"
-        out.append(entry)
-    return out
-
-
-def _record_invocation(meta: dict, stats: dict, started, wall: float, status: str) -> None:
-    """Append this invocation to ``meta["invocations"]`` and total the run's times over all of them.
-
-    ``wall_time_s`` sums the invocations' wall times (those recorded);
-    ``compute_time_s`` sums the compute seconds saved with every chunk of the
-    run, whichever invocation computed it (worker time: with several workers
-    it exceeds the wall time).
-    """
-    this = {"started_utc": started.isoformat(timespec="seconds"), "wall_time_s": round(wall, 3),
-            "chunks_computed": stats.get("computed", 0), "chunks_reused": stats.get("reused", 0),
-            "compute_time_s": _seconds(stats.get("computed_s", 0.0)), "n_jobs": meta.get("n_jobs"),
-            "backend": meta.get("backend"), "status": status}
-    invocations = meta.get("invocations", [])[:-1] + [this]  # the last is this one, "running"
-    walls = [i["wall_time_s"] for i in invocations if isinstance(i.get("wall_time_s"), (int, float))]
-    meta.update({
-        "invocations": invocations,
-        "wall_time_s": round(sum(walls), 3),
-        "compute_time_s": _seconds(stats.get("compute_s", math.nan)),
-        "chunks": stats.get("chunks"),
-        "chunks_reused": stats.get("reused"),
-    })
-
-
-def _seconds(value) -> float | None:
-    return round(float(value), 3) if isinstance(value, (int, float)) and math.isfinite(value) else None
-
-
-def _inside(filename, directory: Path) -> bool:
-    try:
-        return filename is not None and Path(os.fsdecode(filename)).resolve().is_relative_to(directory.resolve())
-    except (OSError, ValueError, TypeError):
-        return False
-
-
-def _stderr(line: str) -> None:
-    print(f"ldpsim: {line}", file=sys.stderr)
-
-
-def _write_meta(out: Path, meta: dict) -> None:
-    try:
-        write_text(out / "meta.json", json.dumps(meta, indent=2, allow_nan=True) + "\n")
-    except OSError as exc:
-        raise ConfigError(f"out = {str(out)!r}: cannot write meta.json: {exc.strerror or exc}") from None
+    return plan.execute(write)
 
 
 def open_result(out: str | Path) -> Result:

@@ -186,7 +186,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _lanes(text: str) -> int:
     """``--lanes``: an integer, checked against its range by the API (:func:`ldpsim.api.run`)."""
-    from .api import MAX_LANES
+    from .engine.runs.run import MAX_LANES
 
     try:
         return int(text)

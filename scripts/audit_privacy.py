@@ -37,7 +37,7 @@ from ldpsim.privacy.audit import TABLE_HEAD, AdditiveProbe, AuditCase, Claim, Ra
     StepProbe, run_audit, table_rows
 from ldpsim.privacy.mechanisms import entries, make_ldp_mechanism
 from ldpsim.privacy.gdp import gdp_epsilon
-from ldpsim.reporting.meta import machine
+from ldpsim.engine.runs.provenance import machine
 from ldpsim.studies.dpsgd.kernel import MODELS as DPSGD_MODELS, _add_clipped
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "audit.md"

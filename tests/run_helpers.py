@@ -105,7 +105,7 @@ def api_run(mapping, **kw):
 
 def no_work(monkeypatch):
     """Make the simulation fail the test if it starts."""
-    monkeypatch.setattr("ldpsim.api.simulate", lambda *a, **k: pytest.fail("the simulation started"))
+    monkeypatch.setattr("ldpsim.engine.runs.run.simulate", lambda *a, **k: pytest.fail("the simulation started"))
 
 
 def online_model(model="huber_mallows", **keys):

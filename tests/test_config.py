@@ -266,7 +266,7 @@ def test_bbjoint_alone_gets_blocks_and_the_block_checks():
 ])
 def test_bad_values_are_refused_before_any_work(earlier, capsys, monkeypatch, args, fragments):
     out, config, before = earlier
-    monkeypatch.setattr("ldpsim.api.simulate", lambda *a, **k: pytest.fail("the simulation started"))
+    monkeypatch.setattr("ldpsim.engine.runs.run.simulate", lambda *a, **k: pytest.fail("the simulation started"))
     status, _, err = cli(capsys, "run", config, "--out", out, "--quiet", "--n-jobs", "1", *args)
     one_line_error(status, err, *fragments)
     assert snapshot(out) == before
@@ -305,7 +305,7 @@ def test_check_and_trace_refuse_them_too(earlier, capsys, command, args, fragmen
 ])
 def test_bad_overrides_grids_and_run_options_are_refused_in_one_line(earlier, capsys, monkeypatch, args, fragment):
     out, config, before = earlier
-    monkeypatch.setattr("ldpsim.api.simulate", lambda *a, **k: pytest.fail("the simulation started"))
+    monkeypatch.setattr("ldpsim.engine.runs.run.simulate", lambda *a, **k: pytest.fail("the simulation started"))
     status, _, err = cli(capsys, "run", config, "--out", out, "--quiet", "--n-jobs", "1", *args)
     one_line_error(status, err, fragment)
     assert snapshot(out) == before

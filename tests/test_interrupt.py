@@ -34,7 +34,7 @@ def test_sigterm_is_handled_as_an_interrupt(tmp_path, capsys, monkeypatch):
         os.kill(os.getpid(), signal.SIGTERM)  # a batch system's time limit, mid-run
         pytest.fail("SIGTERM did not stop the run")
 
-    monkeypatch.setattr("ldpsim.api.simulate", terminated)
+    monkeypatch.setattr("ldpsim.engine.runs.run.simulate", terminated)
     handler = signal.getsignal(signal.SIGTERM)
     status, _, err = cli(capsys, "run", tmp_path / "c.yaml", "--out", tmp_path / "o", "--quiet")
     assert status == 143 and err == "ldpsim: terminated; finished chunks are saved, rerun with --resume to continue\n"

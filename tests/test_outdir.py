@@ -88,7 +88,7 @@ def test_the_run_is_identified_before_any_work(tmp_path, capsys, monkeypatch):
         seen.update(json.loads((out / "meta.json").read_text()))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("ldpsim.api.simulate", interrupted)
+    monkeypatch.setattr("ldpsim.engine.runs.run.simulate", interrupted)
     status, _, _ = cli(capsys, "run", tmp_path / "c.yaml", "--out", out, "--quiet")
     assert status == 130
     assert seen["status"] == "running" and len(seen["run_id"]) == 12 and seen["config"]["seed"] == 3
@@ -137,7 +137,7 @@ def test_the_readme_quick_look_never_replaces_the_committed_table(capsys, monkey
     root = Path(__file__).parents[1]
     monkeypatch.chdir(root)
     before = snapshot(root / "results" / "quantile")
-    monkeypatch.setattr("ldpsim.api.simulate", lambda *a, **k: pytest.fail("the simulation started"))
+    monkeypatch.setattr("ldpsim.engine.runs.run.simulate", lambda *a, **k: pytest.fail("the simulation started"))
     status, _, err = cli(capsys, "run", "configs/quantile.yaml", "--reps", "50", "--n", "1e6")
     one_line_error(status, err, "out = 'results/quantile' holds another run", "(n = [1000000, 10000000, 100000000], "
                    "reps = 500), not this one")
@@ -176,7 +176,7 @@ def test_a_bad_out_is_refused_before_any_work(tmp_path, capsys, monkeypatch, kin
     out = _bad_out(tmp_path, kind)
     monkeypatch.chdir(tmp_path)
     before = snapshot(tmp_path)
-    monkeypatch.setattr("ldpsim.api.simulate", lambda *a, **k: pytest.fail("the simulation started"))
+    monkeypatch.setattr("ldpsim.engine.runs.run.simulate", lambda *a, **k: pytest.fail("the simulation started"))
     status, _, err = cli(capsys, "run", tmp_path / "c.yaml", "--out", out, "--quiet")
     one_line_error(status, err, fragment.format(t=tmp_path))
     assert snapshot(tmp_path) == before  # in particular, nothing in the current directory
@@ -189,7 +189,7 @@ def test_a_read_only_file_system_is_found_before_any_work(tmp_path, capsys, monk
         raise OSError(errno.EROFS, "Read-only file system")
 
     monkeypatch.setattr("ldpsim.engine.runs.outdir.tempfile.mkstemp", read_only)
-    monkeypatch.setattr("ldpsim.api.simulate", lambda *a, **k: pytest.fail("the simulation started"))
+    monkeypatch.setattr("ldpsim.engine.runs.run.simulate", lambda *a, **k: pytest.fail("the simulation started"))
     status, _, err = cli(capsys, "run", tmp_path / "c.yaml", "--out", tmp_path / "ro", "--quiet")
     one_line_error(status, err, f"out = '{tmp_path / 'ro'}' is not writable: Read-only file system")
     assert not (tmp_path / "ro").exists()

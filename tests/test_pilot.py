@@ -42,7 +42,7 @@ def test_allow_long_lets_a_long_run_start(tmp_path, capsys, monkeypatch):
         started.append(True)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("ldpsim.api.simulate", stop_here)
+    monkeypatch.setattr("ldpsim.engine.runs.run.simulate", stop_here)
     config = write(tmp_path, LONG[0][1])
     status, _, err = checked_cli(capsys, "run", config, "--out", tmp_path / "o", "--quiet", "--allow-long")
     assert status == 130 and started

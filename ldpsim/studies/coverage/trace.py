@@ -57,7 +57,7 @@ from ...inference.user_methods import is_user_method
 from ...models import MODELS, build_model, model_class
 from ...engine.dialect.rng import replication_generator
 from ...reporting.figures import figure_class as _figure_class
-from ...reporting.meta import git_commit, machine, versions
+from ...engine.runs.provenance import git_commit, machine, versions
 # the kernel and its layout live in .checkpoints (the looks of a coverage run use them too); re-exported here
 from .checkpoints import Trace, TraceLayout, run_trace, stream_counts, trace_intervals  # noqa: F401
 from .study import CoverageStudy

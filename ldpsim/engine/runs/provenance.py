@@ -1,4 +1,4 @@
-"""What ``meta.json`` records besides the config: versions, the git commit, the machine."""
+"""A run's provenance, which ``meta.json`` records besides the config: versions, the git commit, the machine."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import platform
 import subprocess
 from pathlib import Path
 
-from .. import __version__
+from ... import __version__
 
 
 def versions() -> dict:
@@ -29,7 +29,7 @@ def versions() -> dict:
 
 def git_commit() -> str | None:
     """The commit of the ldpsim checkout that ran, if it is one (with ``+dirty`` if modified)."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]  # the checkout holding ldpsim/engine/runs/
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
         dirty = subprocess.run(["git", "status", "--porcelain", "--", "ldpsim"], cwd=root, capture_output=True,
