@@ -243,3 +243,50 @@ def test_an_entry_is_saved_under_a_lock_on_its_index(tmp_path):
         fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
     thread.join(10)
     assert done.is_set() and cache.load(("key",)) == {"data": 1}
+
+
+#: A function numba takes about a second to compile, compiled after a barrier both processes reach.
+RACE = """
+import json, os, sys, time
+from numba import njit
+from numba.core import event
+import ldpsim  # noqa: F401  (its numba cache)
+
+compiled = []
+
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__name__)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", Listener())
+sys.path.insert(0, sys.argv[1])
+from slow_module import slow
+
+open(os.path.join(sys.argv[1], f"ready{sys.argv[2]}"), "w").close()
+while not all(os.path.exists(os.path.join(sys.argv[1], f"ready{i}")) for i in (0, 1)):
+    time.sleep(0.005)
+value = njit(cache=True)(slow)(0.5)
+print(json.dumps({"compiled": compiled, "value": value}))
+"""
+
+
+def test_two_processes_needing_one_kernel_at_once_compile_it_once(tmp_path):
+    # pytest's workers and two runs started together: the second waits for the first's entry and loads it
+    body = "\n".join(f"    x = x * {1 + k / 1000} + math.sin(x + {k})" for k in range(400))
+    (tmp_path / "slow_module.py").write_text(f"import math\ndef slow(x):\n{body}\n    return x\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(tmp_path), str(i)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in (0, 1)]
+    outs = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, stderr[-3000:]
+        outs.append(json.loads(stdout.strip().splitlines()[-1]))
+    assert sorted(len(o["compiled"]) for o in outs) == [0, 1], outs
+    assert outs[0]["value"] == outs[1]["value"]

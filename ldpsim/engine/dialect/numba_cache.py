@@ -41,11 +41,18 @@ imported, make it exact and keep it across unrelated edits:
   :func:`ldpsim.engine.runs.compiling.compile_kernels`, pytest's workers) could
   both take the same data file name, and one entry be lost or point at the
   other's machine code.
+* a process compiles a kernel under a lock on its entry's key (``fcntl``):
+  a second process that needs the same kernel at the same time (pytest's
+  workers, two runs started together) waits for the first and loads its
+  entry instead of compiling it again. Only a compilation that starts
+  outside numba's compiler lock takes it (a kernel, not the functions it
+  calls), so no process waits for a lock while holding numba's.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import importlib.util
 import io
@@ -58,6 +65,7 @@ import types as pytypes
 from pathlib import Path
 
 from numba.core import bytecode, caching, dispatcher, sigutils
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core import types
 from numba.core.typing import templates
 
@@ -387,7 +395,7 @@ def _compile(self, sig):
     # one frame per (dispatcher, signature) being compiled or loaded; its sources are kept on the dispatcher
     # so that a later kernel of this process calling the same compiled function records them too
     args, _ = sigutils.normalize_signature(sig)
-    with recording() as frame:
+    with _one_compiler(self, args), recording() as frame:
         _note_types(args)
         result = _original_compile(self, sig)
         known = self.__dict__.setdefault("_ldpsim_sources", {})
@@ -396,6 +404,35 @@ def _compile(self, sig):
             frame.files.update(known[key])
         known[key] = frozenset(frame.files)
     return result
+
+
+@contextlib.contextmanager
+def _one_compiler(disp, args):
+    """Hold a lock on the cache entry ``disp`` at ``args`` would have while it is loaded or compiled.
+
+    Taken only where numba's compiler lock is not held by this thread (a
+    kernel, not a function compiled inside one) and the entry is not in this
+    process already; a process that cannot lock compiles as numba does.
+    """
+    cache = getattr(disp, "_cache", None)
+    if (fcntl is None or not isinstance(cache, caching.FunctionCache) or global_compiler_lock.is_locked()
+            or tuple(args) in disp.overloads):
+        yield
+        return
+    try:
+        key = cache._index_key(tuple(args), disp.targetctx.codegen())
+        name = hashlib.sha256(repr(key).encode()).hexdigest()[:24]
+        cache._impl.locator.ensure_cache_path()
+        lock = open(f"{cache._cache_file._index_path}.{name}.compiling", "a+b")  # beside the index
+    except Exception:  # noqa: BLE001  (a key or a folder that cannot be had: no lock, as numba)
+        yield
+        return
+    with lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
 def _from_function(cls, pyfunc):
