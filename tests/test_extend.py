@@ -600,9 +600,10 @@ def _cli_error(main, argv) -> list[str]:
     with contextlib.redirect_stderr(buffer):
         status = main(argv)
     assert status == 2, buffer.getvalue()
-    # (a long compilation is said first, "ldpsim: compiling ...": not part of the error)
+    # (a long compilation or truth estimate is said first, "ldpsim: compiling ...": not part of the error)
     lines = [ln for ln in buffer.getvalue().strip().splitlines()
-             if not ln.startswith(("ldpsim: compiling ", "ldpsim: still compiling ", "ldpsim: compiled "))]
+             if not ln.startswith(("ldpsim: compiling ", "ldpsim: still compiling ", "ldpsim: compiled ",
+                                   "ldpsim: estimating ", "ldpsim: still estimating "))]
     assert lines[0].startswith("ldpsim: error: ")
     return [lines[0][len("ldpsim: error: "):]] + lines[1:]
 
