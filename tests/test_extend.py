@@ -417,7 +417,7 @@ def test_deleting_user_files_never_breaks_later_runs(tmp_path):
 # --- what a run records --------------------------------------------------------------------------------
 
 @pytest.mark.slow  # kernels compiled for new records: CI's slow tier
-def test_a_run_records_and_copies_each_user_file_and_resume_recomputes_after_an_edit(tmp_path):
+def test_a_run_records_and_copies_each_user_file_and_an_edited_file_is_another_run(tmp_path):
     path = write(tmp_path, "m.py", MY_QUANTILE)
     cfg = dict(QUICK, model=f"{path}:MyQuantile", methods=["BM"])
     out = tmp_path / "run"
@@ -427,10 +427,12 @@ def test_a_run_records_and_copies_each_user_file_and_resume_recomputes_after_an_
     assert entry["path"] == str(path.resolve()) and entry["copy"] == "user_files/m.py"
     assert entry["sha256"] == usercode.file_digest(path.resolve())
     assert (out / "user_files" / "m.py").read_text() == MY_QUANTILE
-    path.write_text(MY_QUANTILE.replace("return normal(gen)", "return normal(gen) + 0.3"))
-    lines = []
-    second = ldpsim.run(dict(cfg, model=f"{path}:MyQuantile"), out=out, resume=True, progress=False, log=lines.append)
-    assert "reusing 0 of 1 chunks" in lines[0]
+    path.write_text(MY_QUANTILE.replace("return normal(gen)", "return 2.0 * normal(gen)"))  # the same median
+    # another run: neither resumed into nor replaced without force, the first run's files left as they were
+    with pytest.raises(ConfigError, match="a user's file was edited since"):
+        ldpsim.run(dict(cfg, model=f"{path}:MyQuantile"), out=out, resume=True, progress=False)
+    assert (out / "user_files" / "m.py").read_text() == MY_QUANTILE
+    second = ldpsim.run(dict(cfg, model=f"{path}:MyQuantile"), out=out, force=True, progress=False)
     assert second.rows != first.rows
     assert (out / "user_files" / "m.py").read_text() == path.read_text()
 
