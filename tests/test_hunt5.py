@@ -15,9 +15,10 @@ import pytest
 
 import ldpsim
 from ldpsim.engine.errors import ConfigError
+from ldpsim.privacy.mechanisms.gaussian_noise import ClassicalGaussian, gaussian_delta
 from ldpsim.privacy.mechanisms.rr import RandomizedResponse
 
-from run_helpers import api_run, cli, one_line_error
+from run_helpers import api_run, cli, one_line_error, online_model
 
 
 def _load(**keys):
@@ -75,3 +76,27 @@ def test_randomized_response_at_epsilon_700_runs_to_finite_tables():
                       "seed": 1})
     values = [float(row[k]) for row in result.rows for k in ("coverage", "length")]
     assert values and np.isfinite(values).all()
+
+
+# --- the classical Gaussian's guarantee above epsilon = 1 ----------------------------------------------------------
+
+def test_the_classical_gaussian_prints_the_delta_its_sigma_gives():
+    # at epsilon = 700 it printed "(epsilon = 700, delta = 1e-05) LDP (...; exact delta at this sigma 1)": a pair the
+    # noise does not give (delta = 1 is no privacy)
+    for eps in (50.0, 700.0):
+        mech = ClassicalGaussian(eps, 1e-5, 2.0)
+        exact = gaussian_delta(mech.sigma, eps, 2.0)
+        assert exact > 1e-5
+        claim = mech.claim()
+        assert claim.startswith(f"(epsilon = {eps:g}, delta = {exact:.3g}) LDP"), claim
+        assert "NOT the delta = 1e-05 asked" in claim and "epsilon < 1" in claim
+    for eps in (0.5, 1.0, 2.0):  # where the calibration gives delta, the claim is as before
+        claim = ClassicalGaussian(eps, 1e-5, 2.0).claim()
+        assert claim.startswith(f"(epsilon = {eps:g}, delta = 1e-05) LDP (Gaussian, classical calibration"), claim
+        assert "exact delta at this sigma" in claim
+
+
+def test_an_online_model_under_the_classical_gaussian_at_epsilon_50_states_a_valid_guarantee():
+    model = online_model("huber_clip", mechanism="gaussian_classical", epsilon=50.0, delta=1e-5)
+    text = model.guarantee
+    assert "delta = 1e-05) LDP" not in text and "NOT the delta = 1e-05 asked" in text, text
