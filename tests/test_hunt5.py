@@ -100,3 +100,15 @@ def test_an_online_model_under_the_classical_gaussian_at_epsilon_50_states_a_val
     model = online_model("huber_clip", mechanism="gaussian_classical", epsilon=50.0, delta=1e-5)
     text = model.guarantee
     assert "delta = 1e-05) LDP" not in text and "NOT the delta = 1e-05 asked" in text, text
+
+
+# --- the logistic model beyond its quadrature -----------------------------------------------------------------------
+
+def test_logistic_beyond_its_quadrature_is_refused_as_its_key_not_as_a_floating_point_problem():
+    # was "model 'logistic' cannot be computed in floating point at ..., dim = 50: ValueError: dim = 50: ..."
+    with pytest.raises(ConfigError) as info:
+        _load(model="logistic", mechanism="piecewise_d", dim=50)
+    text = str(info.value)
+    assert text.startswith("dim = 50 is outside [1, 5] for model 'logistic'"), text
+    assert "floating point" not in text and "ValueError" not in text
+    _load(model="logistic", mechanism="piecewise_d", dim=5)
