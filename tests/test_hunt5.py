@@ -112,3 +112,45 @@ def test_logistic_beyond_its_quadrature_is_refused_as_its_key_not_as_a_floating_
     assert text.startswith("dim = 50 is outside [1, 5] for model 'logistic'"), text
     assert "floating point" not in text and "ValueError" not in text
     _load(model="logistic", mechanism="piecewise_d", dim=5)
+
+
+# --- the audit's --delta ---------------------------------------------------------------------------------------------
+
+_GAUSS = '''
+import math
+from typing import NamedTuple
+
+from ldpsim.extend import Mechanism, normal, register_noise, sensitivity
+
+
+class HuntGaussRecord(NamedTuple):
+    sigma: float
+
+
+@register_noise(HuntGaussRecord)
+def hunt_gauss(noise, gen):
+    return noise.sigma * normal(gen)
+
+
+class HuntGauss(Mechanism):
+    name = "hunt_gauss"
+
+    def __init__(self, epsilon, bounds, delta=None):
+        super().__init__(epsilon, bounds, delta)
+        d = self.delta if self.delta is not None and 0 < self.delta < 1 else 1e-5  # lenient: ldpsim judges delta
+        self.sigma = sensitivity(self.bounds, "l2") * math.sqrt(2.0 * math.log(1.25 / d)) / self.epsilon
+
+    def kernel_params(self):
+        return HuntGaussRecord(self.sigma)
+'''
+
+
+@pytest.mark.parametrize("delta", ["1", "2", "inf", "-1"])
+def test_the_audit_refuses_a_delta_outside_0_1(capsys, tmp_path, delta):
+    # 1, 2 and inf were "internal error: ValueError: delta must be in (0, 1) for an (epsilon, delta) claim"; -1 was
+    # audited silently as the pure epsilon claim
+    path = tmp_path / "hunt_gauss.py"
+    path.write_text(_GAUSS)
+    status, out, err = cli(capsys, "audit", f"{path}:HuntGauss", "--delta", delta, "--draws", "2000")
+    one_line_error(status, err, f"--delta = {float(delta):g} is outside [0, 1)")
+    assert out == ""
