@@ -148,7 +148,7 @@ def test_linear_model_at_dim_4_has_five_coordinates_everywhere():
 
 
 def test_logistic_dim_beyond_its_quadrature_is_refused():
-    with pytest.raises(ValueError, match=r"dim = 6: the logistic model's G is a quadrature"):
+    with pytest.raises(ValueError, match=r"dim = 6 is outside \[1, 5\] for model 'logistic': its G is a quadrature"):
         LogisticModel(epsilon=1.0, dim=6)
     assert LogisticModel(epsilon=1.0, dim=4).hessian().shape == (5, 5)
 

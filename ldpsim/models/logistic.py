@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..engine.dialect.lanes import where
+from ..engine.errors import ConfigError
 from ..engine.dialect.rng import uniform
 from ..privacy.mechanisms import add_released
 from .base import observe, register_vector
@@ -55,9 +56,9 @@ class LogisticModel(RegressionModel):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        if self.dim - 1 not in QUADRATURE_NODES:
-            raise ValueError(f"dim = {self.dim - 1}: the logistic model's G is a quadrature over the covariates, "
-                             f"computed for dim <= {max(QUADRATURE_NODES)}")
+        if self.dim - 1 not in QUADRATURE_NODES:  # a refusal of the key, not a floating-point problem (issue 44)
+            raise ConfigError(f"dim = {self.dim - 1} is outside [1, {max(QUADRATURE_NODES)}] for model 'logistic': "
+                              f"its G is a quadrature over the covariates, computed for dim <= {max(QUADRATURE_NODES)}")
 
     def gradient_bounds(self) -> np.ndarray:
         return self.covariates.bounds(self.dim)

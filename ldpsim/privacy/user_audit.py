@@ -82,6 +82,9 @@ def audit_mechanism(spec: str, epsilon: float, bounds, delta: float | None = Non
                           "gains little past 1e9)")
     if seed < 0:
         raise ConfigError(f"--seed = {seed} is outside [0, inf)")
+    if delta is not None and not 0.0 <= delta < 1.0:  # 1, 2, inf: an internal error; -1: the pure claim, silently
+        raise ConfigError(f"--delta = {delta:g} is outside [0, 1) (0: the pure epsilon claim; leave --delta out for "
+                          "the delta the mechanism declares by default)")
     value = canonical(spec, Mechanism, "mechanism")
     if delta is not None and "delta" not in inspect.signature(usercode.resolve(value, Mechanism, "mechanism")).parameters:
         raise ConfigError(f"--delta = {delta:g}: {shown(value)} takes no delta (its __init__ has none), so the audit "

@@ -371,7 +371,47 @@ def check_model(setting) -> None:
         model = model_class(setting.model)
         keys = ["epsilon", *model.keys, *(["batch_size"] if setting.batch_size != 1 else [])]
         values = ", ".join(f"{k} = {getattr(setting, k)}" for k in keys if getattr(setting, k) is not None)
-        raise ConfigError(f"model {setting.model!r} cannot be computed in floating point at {values}: {problem}")
+        raise ConfigError(f"model {setting.model!r} cannot be computed in floating point at {values}: {problem}"
+                          + _budget_edge(setting))
+
+
+def _budget_edge(setting) -> str:
+    """``; allowed: epsilon <= X ...`` when the budget's size alone stops a built-in model, else ``""``.
+
+    A model computable at ``epsilon = 1`` but not at the epsilon given (randomized response: ``e^epsilon``
+    beyond the largest float above 709.78; its variance beyond it below about 1e-154) is computable up to (or
+    down to) an edge, found by bisection in ``log epsilon`` and said to four digits on the side that computes:
+    the largest (smallest) usable value, not only the floating-point error (issue 44).
+    """
+    eps = getattr(setting, "epsilon", None)
+    mech = getattr(setting, "mechanism", None)
+    if (is_user_model(setting.model) or (isinstance(mech, str) and usercode.looks_like_spec(mech))
+            or isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0
+            or eps == 1.0):
+        return ""
+
+    def computes(value: float) -> bool:
+        return _build_problem(setting.replace(epsilon=value), defer=True) in (None, _DEFERRED)
+
+    if not computes(1.0):  # not the budget's problem alone
+        return ""
+    good, bad = 0.0, math.log(eps)  # log epsilon: computes at good, not at bad
+    while abs(bad - good) > 1e-7 * max(1.0, abs(good)):
+        mid = (good + bad) / 2.0
+        good, bad = (mid, bad) if computes(math.exp(mid)) else (good, mid)
+    edge = math.exp(good)
+    toward = -1.0 if eps > 1.0 else 1.0  # round toward epsilon = 1, where it computes
+    step = 10.0 ** (math.floor(math.log10(edge)) - 3)
+    shown = float(f"{edge:.4g}")
+    for _ in range(20):
+        if computes(shown):
+            break
+        shown = float(f"{shown + toward * step:.4g}")
+    else:
+        return ""
+    if eps > 1.0:
+        return f"; allowed here: epsilon <= {shown:g} (the largest it computes at), or epsilon = inf (non-private)"
+    return f"; allowed here: epsilon >= {shown:g} (the smallest it computes at)"
 
 
 #: Cost of one observation of a path step, ``STEP_NS[0] + STEP_NS[1] x dim`` nanoseconds: the coverage and

@@ -19,6 +19,11 @@ from .kernel import _fmt
 from .registry import register
 
 
+#: Above this epsilon ``(e^eps - 1)^2`` overflows (from 354.9): the variance is computed as ``1 / ((e^eps - 1)
+#: (1 - e^-eps))`` there, and as before below it, where every committed number was computed.
+_SQUARE_OVERFLOWS = 350.0
+
+
 @dataclass(frozen=True)
 class RandomizedResponse(Guaranteed):
     """Randomized response on a bit, debiased (000, Example 2.2 and Section 4).
@@ -73,6 +78,8 @@ class RandomizedResponse(Guaranteed):
         """
         if math.isinf(self.epsilon):
             return 0.0
+        if self.epsilon > _SQUARE_OVERFLOWS:  # (e^eps - 1)^2 is beyond the largest float: the same value, divided out
+            return 1.0 / (math.expm1(self.epsilon) * -math.expm1(-self.epsilon))
         return math.exp(self.epsilon) / math.expm1(self.epsilon) ** 2
 
 
