@@ -180,51 +180,20 @@ PILOT_SECONDS = 0.05
 PILOT_MAX = 4096
 
 
-def _in_thread(func, notes=None):
-    """``func()`` in a thread while this one waits: Ctrl-C and SIGTERM stop the kernel within an observation.
-
-    A kernel called in the main thread holds it until it returns, so the
-    signal's handler waits for it (a slow model's estimate ignored SIGTERM for
-    hours). ``notes(elapsed)`` is called about every 0.1 s while it runs.
-    """
-    done, box = threading.Event(), {}
-
-    def target():
-        try:
-            box["value"] = func()
-        except BaseException as exc:  # noqa: BLE001  (handed to the waiting thread)
-            box["error"] = exc
-        finally:
-            done.set()
-
-    start = time.monotonic()
-    threading.Thread(target=target, name="ldpsim-truth", daemon=True).start()
-    try:
-        while not done.wait(0.1):
-            if notes is not None:
-                notes(time.monotonic() - start)
-    except BaseException:
-        interrupt.request_stop()
-        done.wait()
-        interrupt.clear()
-        raise
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
 def _timed_sums(record, theta, samples: int, name: str) -> tuple:
     """:func:`raw_sums` of the estimate, after a pilot that times an observation: refused beyond 7 days, noted beyond
     :data:`NOTE_AFTER` seconds, and stopped by Ctrl-C or SIGTERM (issue 44: a draw of 2e5 steps ran for hours
     without a word, and only SIGKILL stopped it)."""
     from ..engine.runs.resources import MAX_RUN_SECONDS, format_duration
 
-    _in_thread(lambda: raw_sums(record, theta, 1, batches=1))  # compiles the kernel (not timed)
+    # in a worker thread, each: Ctrl-C and SIGTERM stop the kernel within an observation (in the main thread the
+    # signal's handler waited for it: a slow model's estimate ignored SIGTERM for hours)
+    interrupt.in_worker_thread(raw_sums, record, theta, 1, batches=1)  # compiles the kernel (not timed)
     count, seconds = 1, 0.0
     while count < PILOT_MAX:
         count = min(PILOT_MAX, count * 8)
         tic = time.perf_counter()
-        _in_thread(lambda: raw_sums(record, theta, count, batches=1))
+        interrupt.in_worker_thread(raw_sums, record, theta, count, batches=1)
         seconds = time.perf_counter() - tic
         if seconds >= PILOT_SECONDS:
             break
@@ -235,18 +204,23 @@ def _timed_sums(record, theta, samples: int, name: str) -> tuple:
                           f"timed on {count}), more than the limit of {format_duration(MAX_RUN_SECONDS)}: make the "
                           "draw and the gradient cheaper, or give hessian() and gradient_covariance() and set "
                           "truth_check: false")
-    said = {"next": 0.0}
+    if expected < NOTE_AFTER:
+        return interrupt.in_worker_thread(raw_sums, record, theta, samples)
+    print(f"ldpsim: {what}: about {format_duration(expected)} (cached on disk after; Ctrl-C stops it)",
+          file=sys.stderr, flush=True)
+    done = threading.Event()
 
-    def notes(elapsed):  # said at once when the estimate will take a while, then every NOTE_EVERY seconds
-        if expected < NOTE_AFTER or elapsed < said["next"]:
-            return
-        text = (f"ldpsim: {what}: about {format_duration(expected)} (cached on disk after; Ctrl-C stops it)"
-                if said["next"] == 0.0 else
-                f"ldpsim: still {what.split(' (')[0]}: {format_duration(elapsed)} of about {format_duration(expected)}")
-        print(text, file=sys.stderr, flush=True)
-        said["next"] = elapsed + NOTE_EVERY
+    def remind():  # beside the wait, which stays free to receive Ctrl-C and SIGTERM
+        start = time.monotonic()
+        while not done.wait(NOTE_EVERY):
+            print(f"ldpsim: still {what.split(' (')[0]}: {format_duration(time.monotonic() - start)} of about "
+                  f"{format_duration(expected)}", file=sys.stderr, flush=True)
 
-    return _in_thread(lambda: raw_sums(record, theta, samples), notes)
+    threading.Thread(target=remind, name="ldpsim-truth-notes", daemon=True).start()
+    try:
+        return interrupt.in_worker_thread(raw_sums, record, theta, samples)
+    finally:
+        done.set()
 
 
 def _sigma(G: np.ndarray, S: np.ndarray) -> np.ndarray:

@@ -198,13 +198,15 @@ def theta_star_of(model, shown: str) -> np.ndarray:
             raise TypeError
         theta = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ConfigError(f"model = {shown!r}: theta_star() returned a {type(value).__name__} ({_short(value)}){at}; "
+        raise ConfigError(f"model = {shown!r}: theta_star() returned a {type(value).__name__} "
+                          f"({usercode.short(value)}){at}; "
                           "it must return the true parameter, a 1-D array of the dim numbers (a number for dim = "
                           "1)") from None
     dim = getattr(model, "dim", None)
     if theta.ndim == 0:
         if dim not in (None, 1):
-            raise ConfigError(f"model = {shown!r}: theta_star() returned the number {_short(value)}{at}, but dim = "
+            raise ConfigError(f"model = {shown!r}: theta_star() returned the number {usercode.short(value)}{at}, "
+                              "but dim = "
                               f"{dim}: return the {dim} coordinates of theta* as an array")
         theta = theta.reshape(1)
     if theta.ndim != 1 or theta.size == 0:
@@ -267,9 +269,9 @@ def check_model_instance(model, shown: str) -> None:
                           f"{usercode.describe_exception(exc)}{_user_frame(exc, type(model))}") from None
     value = first[0]
     if model.dim == 1:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        if not usercode.is_number(value):
             raise ConfigError(f"model = {shown!r}: the gradient returned a {type(value).__name__} "
-                              f"({_short(value)}){usercode.defined_at(grad_func)}; a float is expected (use "
+                              f"({usercode.short(value)}){usercode.defined_at(grad_func)}; a float is expected (use "
                               "where(cond, a, b) for a choice)")
     with np.errstate(invalid="ignore"):
         same = all(np.array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float), equal_nan=True)
@@ -280,12 +282,7 @@ def check_model_instance(model, shown: str) -> None:
                           "besides gen?); draw only from gen, with ldpsim.extend's functions, or no run of it can be "
                           "reproduced")
     if not np.isfinite(np.asarray(value, dtype=float)).all():
-        raise ConfigError(f"model = {shown!r}: the gradient at theta* is not finite ({_short(value)})")
-
-
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+        raise ConfigError(f"model = {shown!r}: the gradient at theta* is not finite ({usercode.short(value)})")
 
 
 def build(cls, setting, shown: str) -> Model:
@@ -355,7 +352,8 @@ def preflight(setting, truth_check: bool = True) -> None:
                 ok = False
             if not ok:
                 name = "hessian()" if part == "G" else "gradient_covariance()"
-                raise ConfigError(f"model = {shown!r}: {name} returned {_short(value)}; a ({d}, {d}) array is expected")
+                raise ConfigError(f"model = {shown!r}: {name} returned {usercode.short(value)}; a ({d}, {d}) array "
+                                  "is expected")
         if cls.estimated or truth_check:
             check_estimates(model, shown, declared)  # the gradient finite, G invertible (estimated or given)
         if truth_check:  # the mean gradient at theta* is 0, and what the model gives agrees with the estimates

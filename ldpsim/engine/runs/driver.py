@@ -108,23 +108,17 @@ class Estimate:
 
     def start(self) -> None:
         """The steps start now (the kernels are compiled)."""
-        import time
-
         self.started, self.done, self.chunks = time.perf_counter(), 0, 0
 
     def update(self, steps: int) -> None:
         """A chunk of ``steps`` steps is in."""
-        import time
-
-        from tqdm import tqdm as _tqdm
-
         self.done += steps
         self.chunks += 1
         spent = time.perf_counter() - self.started if self.started is not None else 0.0
         left = self.bar.total - self.bar.n - steps
         if self.chunks >= self.workers and spent > 0 and self.done > 0:
             rate = self.done / spent
-            self._say(f"{_tqdm.format_interval(left / rate)} left, {_tqdm.format_sizeof(rate)}step/s")
+            self._say(f"{self.bar.format_interval(left / rate)} left, {self.bar.format_sizeof(rate)}step/s")
         self.bar.update(steps)
 
 

@@ -241,6 +241,20 @@ def refuse_lists(funcs, context: str) -> None:
                           "array of the record (lane_array)")
 
 
+def short(value) -> str:
+    """``repr(value)`` on one line, cut to 60 characters: a user's value as a one-line error shows it."""
+    text = repr(value).replace("\n", " ")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def is_number(value) -> bool:
+    """Whether a user's function returned one real number as the kernels compute it: a Python or numpy int or
+    float, not a bool (nor an array, a str, ...)."""
+    import numpy as np
+
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
 def describe_exception(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -143,9 +143,9 @@ def check_noise_draws(record, shown: str) -> None:
         raise ConfigError(f"mechanism = {shown!r}: its noise failed in plain Python: "
                           f"{usercode.describe_exception(exc)}") from None
     value = first[0]
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if not usercode.is_number(value):
         # an array was drawn and added as a 2-D stack (numba's TypingError in the run, the audit's too)
-        raise ConfigError(f"mechanism = {shown!r}: its noise returned a {type(value).__name__} ({_short(value)})"
+        raise ConfigError(f"mechanism = {shown!r}: its noise returned a {type(value).__name__} ({usercode.short(value)})"
                           f"{usercode.defined_at(draw_noise.registry.get(type(record)))}; a float is expected: the "
                           "noise of one coordinate, which ldpsim adds to each coordinate with a draw of its own")
     first, again = np.asarray(first, dtype=float), np.asarray(again, dtype=float)
@@ -158,11 +158,6 @@ def check_noise_draws(record, shown: str) -> None:
                           "from one seed drew different values (np.random.* or another source of randomness besides "
                           "gen?); draw only from gen, with ldpsim.extend's functions, or neither its audit nor a run "
                           "of it can be reproduced")
-
-
-def _short(value) -> str:
-    text = repr(value).replace("\n", " ")
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 #: Scaled gradients at which a user's release is drawn twice: the two corners of the box and its centre.
