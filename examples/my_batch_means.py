@@ -10,45 +10,18 @@ iterates and mean xbar_k in batch k and xbar the mean of the retained ones,
     Sigma_hat = (1 / M) sum_{k=1..M} n_k (xbar_k - xbar)^2,
     interval: theta_bar +- z sqrt(Sigma_hat / n),  z = Phi^-1((1 + level) / 2).
 
-The state is the batch sums, streamed as the main path runs: each iterate is
-added to the open batch's sum, which is stored when the batch ends. The sums
-are added in the order ldpsim's own BM adds them, so every number equals the
-built-in BM's to the bit (``methods: [BM, examples/my_batch_means.py:MyBatchMeans]``
-gives two identical rows).
+The method reads only sums of the iterates over segments of the path (the
+batches), so it declares their ends (``segments``) and the kernel streams the
+sums, as it streams ldpsim's own batch sums: no code of this file runs in the
+kernel, and every number equals the built-in BM's to the bit
+(``methods: [BM, examples/my_batch_means.py:MyBatchMeans]`` gives two identical rows).
 """
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
-from ldpsim.extend import IntervalMethod, add_iterate, kernel_function, lane_array, normal_quantile, register_update
-
-
-class BatchSums(NamedTuple):
-    ends: np.ndarray  # int64 (M + 1,): the last iterate of each batch, shared by the replications
-    sizes: np.ndarray  # (M, 1): the iterates in batches 1..M (batch 0 is burn-in), for the interval
-    sched: np.ndarray  # int64 (2,): the open batch and its end (every replication is at the same step)
-    acc: object  # (d,): the open batch's sum, one per replication
-    sums: object  # (M + 1, d): the closed batches' sums, one per replication
-
-
-@register_update(BatchSums)
-def update(state, i, theta):
-    add_iterate(state.acc, theta)  # acc[q] += theta_q, as ldpsim's own batch sums add
-    if i == state.sched[1]:  # the batch closes: store its sum, open the next (one load a step: its end is kept)
-        close_batch(state)
-
-
-@kernel_function
-def close_batch(state):
-    k = state.sched[0]
-    for q in range(state.acc.shape[0]):
-        state.sums[k, q] = state.acc[q]
-        state.acc[q] = 0.0
-    k += 1
-    state.sched[0] = k
-    state.sched[1] = state.ends[k] if k < state.ends.shape[0] else -1  # -1: no more ends
+from ldpsim.extend import IntervalMethod, normal_quantile
 
 
 def floor_power(value: float) -> int:
@@ -79,15 +52,12 @@ class MyBatchMeans(IntervalMethod):
             raise ValueError(f"n = {setting.n} with gamma = {setting.gamma} leaves fewer than two batches after "
                              "the burn-in batch; raise n")
 
-    def state(self, setting, dim, lanes):
-        ends = batch_ends(setting.n, setting.gamma)
-        sizes = np.diff(ends, prepend=0)[1:].astype(float)[:, None]
-        return BatchSums(ends, sizes, np.array([0, ends[0]], dtype=np.int64), lane_array(dim, lanes),
-                         lane_array((ends.shape[0], dim), lanes))
+    def segments(self, setting, dim):
+        return batch_ends(setting.n, setting.gamma)  # batch k: iterates e_{k-1} + 1 .. e_k
 
     def interval(self, state, theta_bar, setting):
-        sizes = state.sizes
-        sums = state.sums[1:]  # batch 0 (burn-in) dropped
+        sizes = np.diff(state.ends)[:, None].astype(float)  # batches 1..M; batch 0 (burn-in) dropped
+        sums = state.sums[1:]
         means = sums / sizes
         grand = sums.sum(axis=0) / sizes.sum()
         sigma = (sizes * (means - grand) ** 2).sum(axis=0) / sums.shape[0]

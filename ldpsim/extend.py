@@ -46,10 +46,11 @@ deprecation period of one release):
   replications side by side: a comparison is a vector of booleans, so a
   choice is ``where(cond, a, b)``, not ``if``);
 * :func:`kernel_function`, for a helper that the gradient calls;
-* :class:`IntervalMethod` with :func:`register_update` for an interval method
-  of one's own (the state it streams, its update inside the kernel, its
-  interval), :func:`add_iterate` to sum iterates as the kernel sums them, and
-  :func:`normal_quantile`.
+* :class:`IntervalMethod` for an interval method of one's own: the segments
+  of the path whose iterate sums it reads (:class:`Segments`) or, with
+  :func:`register_update`, the state it streams and its update inside the
+  kernel; its interval; :func:`add_iterate` to sum iterates as the kernel
+  sums them, and :func:`normal_quantile`.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from .engine.dialect.jit import dual
 from .engine.dialect.lanes import all_lanes, any_lane, lane_array, lnot, where
 from .engine.dialect.rng import exponential, exponential_where, normal, normal_where, uniform, uniform_where
 from .inference.critical_values import normal_quantile
-from .inference.user_methods import IntervalMethod, add_iterate, register_update
+from .inference.user_methods import IntervalMethod, Segments, add_iterate, register_update
 from .models.base import Model, constrain, observe, register_scalar, register_vector
 from .privacy.mechanisms import (Mechanism, add_noise, draw_noise, gaussian, laplace, randomized_response, register_noise,
                                  register_release, sensitivity)
@@ -80,4 +81,5 @@ __all__ = ["Mechanism", "Model", "add_noise", "all_lanes", "any_lane", "constrai
            "normal_where", "observe", "randomized_response", "register_noise", "register_release",
            "register_scalar", "register_vector",
            "sensitivity", "uniform", "uniform_where", "where"]
-__all__ += ["IntervalMethod", "add_iterate", "normal_quantile", "register_update"]  # users' interval methods
+# users' interval methods
+__all__ += ["IntervalMethod", "Segments", "add_iterate", "normal_quantile", "register_update"]

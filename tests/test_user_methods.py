@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 MY_BM = f"{EXAMPLES / 'my_batch_means.py'}:MyBatchMeans"
 T_BM = f"{EXAMPLES / 't_batch_means.py'}:StudentBatchMeans"
-SOURCE = (EXAMPLES / "my_batch_means.py").read_text()
+SOURCE = (EXAMPLES / "my_batch_means.py").read_text()  # a method that asks for segments
+T_SOURCE = (EXAMPLES / "t_batch_means.py").read_text()  # a method with a state and an update of its own
 QUICK = dict(model="quantile", tau=0.5, n=20000, reps=16, seed=7, methods=["BM", MY_BM])
 
 
@@ -47,10 +48,11 @@ def write(tmp_path, name: str, text: str) -> Path:
     return path
 
 
-def variant(tmp_path, old: str, new: str, name: str = "bad_bm.py") -> str:
-    """examples/my_batch_means.py with one piece of code replaced; its spec."""
-    assert old in SOURCE
-    return f"{write(tmp_path, name, SOURCE.replace(old, new))}:MyBatchMeans"
+def variant(tmp_path, old: str, new: str, name: str = "bad_bm.py", source: str = SOURCE) -> str:
+    """examples/my_batch_means.py (or ``source``, t_batch_means.py) with one piece of code replaced; its spec."""
+    assert old in source
+    return f"{write(tmp_path, name, source.replace(old, new))}:" + ("MyBatchMeans" if source is SOURCE
+                                                                   else "StudentBatchMeans")
 
 
 def _makes(spec: str, setting, dim: int, options=None):
@@ -91,8 +93,95 @@ def test_the_kernels_batch_sums_of_the_user_method_are_the_builtins(lanes):
     states = [st[0] for st in run_paths_lanes(model, gens, s.n, s.c, s.gamma, s.theta0, [layout], 1, lanes,
                                               users=makes)]
     for state in states:
+        np.testing.assert_array_equal(state.own[0].ends, layout.batch_ends)
         np.testing.assert_array_equal(state.own[0].sums, state.batches)  # the same additions in the same order
-        assert state.own[0].sched[0] == layout.batch_ends.shape[0]  # every batch closed
+
+
+class _Thirds(user_methods.IntervalMethod):
+    """A method that asks for segments other than the batches: three equal thirds of the path."""
+
+    def segments(self, setting, dim):
+        return [setting.n // 3, 2 * setting.n // 3, setting.n]
+
+    def interval(self, state, theta_bar, setting):
+        return theta_bar - 1.0, theta_bar + 1.0
+
+
+class _Tail(_Thirds):
+    """Segments that leave out the path's start: steps 101..n in two."""
+
+    def segments(self, setting, dim):
+        return np.array([100, setting.n // 2, setting.n])
+
+
+@pytest.mark.parametrize("model_name, extra", [("quantile", {"tau": 0.5}), ("linear", {"dim": 2})])
+@pytest.mark.parametrize("with_bm", [True, False])
+def test_segments_of_several_methods_are_the_sums_of_the_iterates_kernel_twin_and_definition(model_name, extra,
+                                                                                            with_bm):
+    # BM's batches (when BM runs) or the first method's segments take the kernel's batch stream (a register); the
+    # others stream beside it (SegmentSums): kernel = twin, to the bit, at 1 and 3 lanes, and = the path's sums
+    config = load_config(dict(model=model_name, n=3000, reps=2, seed=5, methods=["BM", MY_BM], **extra))
+    s = config.settings[0]
+    model = build_model(s)
+    layout = StreamLayout.build(s.n, s.beta, s.gamma, blocks=True, batches=with_bm)
+    methods = [user_methods.build(user_methods.canonical(MY_BM), {}), _Thirds(), _Tail()]
+    makes = [partial(user_methods.kernel_state, m, "m", s, model.dim) for m in methods]
+    gens = [as_generator(r) for r in range(3)]
+    kernel = [run_paths_lanes(model, gens, s.n, s.c, s.gamma, s.theta0, [layout], 1, 3, users=makes),
+              [run_paths_lanes(model, [g], s.n, s.c, s.gamma, s.theta0, [layout], 1, 1, users=makes)[0]
+               for g in (as_generator(r) for r in range(3))]]
+    for r in range(3):
+        twin, path = path_twin(model, as_generator(r), s.n, s.c, s.gamma, s.theta0, layout, users=makes)
+        for run in kernel:
+            state = run[r][0]
+            np.testing.assert_array_equal(state.blocks, twin.blocks)
+            for got, want in zip(state.own, twin.own):
+                np.testing.assert_array_equal(got.ends, want.ends)
+                np.testing.assert_array_equal(got.sums, want.sums)
+        for record in twin.own:
+            starts = np.concatenate([[0], record.ends[:-1]])
+            assert record.sums.shape == (len(record.ends), model.dim)
+            for k, (a, b) in enumerate(zip(starts, record.ends)):
+                np.testing.assert_allclose(record.sums[k], path[a:b].sum(axis=0), rtol=1e-12)
+
+
+SEGMENT_ERRORS = {
+    "not increasing": ("return [setting.n // 3, 2 * setting.n // 3, setting.n]", "return [5, 5, setting.n]",
+                       r"segments\(\) gave ends \[5, 5, 4000\]; they must increase strictly from at least 1 to at "
+                       r"most n = 4000$"),
+    "beyond n": ("return [setting.n // 3, 2 * setting.n // 3, setting.n]", "return [1, setting.n + 1]",
+                 r"they must increase strictly from at least 1 to at most n = 4000$"),
+    "not integers": ("return [setting.n // 3, 2 * setting.n // 3, setting.n]", "return [0.5, 2.5]",
+                     r"segments\(\) gave \[0.5, 2.5\]; a non-empty sequence of integer steps is expected$"),
+    "empty": ("return [setting.n // 3, 2 * setting.n // 3, setting.n]", "return []",
+              r"segments\(\) gave \[\]; a non-empty sequence of integer steps is expected$"),
+    "raises": ("return [setting.n // 3, 2 * setting.n // 3, setting.n]", "return [setting.oops]",
+               r"Thirds.segments\(\) failed: AttributeError: .*oops.* \(thirds.py, line 5\)$"),
+    "both": ("    def interval(", "    def state(self, setting, dim, lanes):\n        return None\n\n    def interval(",
+             r"Thirds defines both state\(\) and segments\(\); keep one$"),
+    "neither": ("    def segments(self, setting, dim):", "    def segments_(self, setting, dim):",
+                r"Thirds defines neither state\(\) nor segments\(\); define one$"),
+}
+_THIRDS = """\
+from ldpsim.extend import IntervalMethod
+
+class Thirds(IntervalMethod):
+    def segments(self, setting, dim):
+        return [setting.n // 3, 2 * setting.n // 3, setting.n]
+
+    def interval(self, state, theta_bar, setting):
+        return theta_bar - 1.0, theta_bar + 1.0
+"""
+
+
+@pytest.mark.parametrize("case", list(SEGMENT_ERRORS))
+def test_mistakes_in_the_segments_a_method_asks_for_are_one_line(tmp_path, case):
+    old, new, pattern = SEGMENT_ERRORS[case]
+    assert old in _THIRDS
+    path = write(tmp_path, "thirds.py", _THIRDS.replace(old, new))
+    with pytest.raises(ConfigError, match=pattern) as info:
+        load_config(dict(QUICK, n=4000, methods=["BM", f"{path}:Thirds"]))
+    assert "\n" not in str(info.value)
 
 
 # the vector kernel's twin in the slow tier: its compilation for the users' records is the fast tier's largest
@@ -157,8 +246,8 @@ def test_a_users_method_beside_the_zoo_and_at_looks(tmp_path):
         k: v for k, v in by["MyBatchMeans"].items() if k != "method"}
     zoo_rows = {r["method"]: r for r in zoo.tables["zoo"]}
     assert zoo_rows["MyBatchMeans"]["privacy_cost"] == 1
-    # its record: the M + 1 batch ends and sums, the M sizes, the batch index and its end, the open sum (d = 1)
-    assert zoo_rows["MyBatchMeans"]["state_floats"] == 3 * zoo_rows["BM"]["state_floats"] - 1 + 3
+    # its record: the M + 1 batch ends and sums (d = 1)
+    assert zoo_rows["MyBatchMeans"]["state_floats"] == 2 * zoo_rows["BM"]["state_floats"]
     looks = ldpsim.run(dict(QUICK, n=20000, reps=4, methods=["BM", MY_BM], looks=3, first_look=5000),
                        out=tmp_path / "looks", progress=False)
     rows = {(r["method"], r["look"]): r for r in looks.tables["looks"]}
@@ -220,12 +309,13 @@ ERRORS = {
     "syntax": ("    def interval(self, state, theta_bar, setting):", "    def interval(self, state, theta_bar, setting)",
                r"line \d+: SyntaxError"),
     "import": ("import math\n", "import math\nraise ValueError('boom')\n", r"failed to load: ValueError: boom \(bad_bm.py"),
-    "unregistered": ("@register_update(BatchSums)\n", "", r"no update is registered for BatchSums records: decorate it "
-                                                         r"with @register_update\(BatchSums\)$"),
-    "state not a record": ("lane_array((ends.shape[0], dim), lanes))", "lane_array((ends.shape[0], dim), lanes))[:]",
+    "unregistered": ("@register_update(EqualBatches)\n", "", r"no update is registered for EqualBatches records: "
+                                                             r"decorate it with @register_update\(EqualBatches\)$"),
+    "state not a record": ("lane_array((self.batches, dim), lanes))", "lane_array((self.batches, dim), lanes))[:]",
                            r"state\(\) returned a tuple, not a NamedTuple record"),
-    "update raises": ("    if i == state.sched[1]:", "    if i == state.nothing[1]:",
-                      r"the update registered for BatchSums failed: AttributeError: .*nothing.* \(bad_bm.py, line \d+\)$"),
+    "update raises": ("    if i == state.ends[k]:", "    if i == state.nothing[k]:",
+                      r"the update registered for EqualBatches failed: AttributeError: .*nothing.* "
+                      r"\(bad_bm.py, line \d+\)$"),
     "no interval": ("    def interval(self, state, theta_bar, setting):", "    def interval_(self, state, theta_bar, setting):",
                     r"MyBatchMeans does not define interval\(\)$"),
     "validate": ("            raise ValueError(f\"n = {setting.n}", "            raise ValueError(f\"too short: n = {setting.n}",
@@ -244,10 +334,13 @@ ERRORS = {
 }
 
 
+_OWN_STATE = ("unregistered", "state not a record", "update raises")  # t_batch_means.py's: a state and an update
+
+
 @pytest.mark.parametrize("case", list(ERRORS))
 def test_mistakes_in_a_method_file_are_one_line(tmp_path, case):
     old, new, pattern = ERRORS[case]
-    spec = variant(tmp_path, old, new)
+    spec = variant(tmp_path, old, new, source=T_SOURCE if case in _OWN_STATE else SOURCE)
     cfg = dict(QUICK, n=10) if case == "validate" else QUICK  # n = 10: one batch after the burn-in
     with pytest.raises(ConfigError, match=pattern or r"MyBatchMeans cannot run this setting: too short: n = 10 with "
                                                      r"gamma = 0.51 leaves fewer than two batches") as info:
@@ -256,7 +349,7 @@ def test_mistakes_in_a_method_file_are_one_line(tmp_path, case):
 
 
 def test_an_exception_in_interval_is_one_line_naming_the_line(tmp_path):
-    spec = variant(tmp_path, "        sums = state.sums[1:]  # batch 0 (burn-in) dropped\n",
+    spec = variant(tmp_path, "        sums = state.sums[1:]\n",
                    "        sums = state.sums[1:] / 0 + state.oops\n")
     with pytest.raises(ConfigError, match=r"MyBatchMeans.interval\(\) failed: AttributeError: .*oops.* "
                                           r"\(bad_bm.py, line \d+\)$"):
@@ -266,8 +359,8 @@ def test_an_exception_in_interval_is_one_line_naming_the_line(tmp_path):
 def test_misnamed_files_and_classes_are_one_line(tmp_path):
     for text, pattern in ((f"{tmp_path}/nowhere.py:X", r"file '.*nowhere.py' not found$"),
                           (f"{EXAMPLES / 'my_batch_means.py'}:Nope", r"has no class 'Nope'; it defines MyBatchMeans$"),
-                          (f"{EXAMPLES / 'my_batch_means.py'}:BatchSums",
-                           r"BatchSums is a class, not a subclass of ldpsim.extend.IntervalMethod$")):
+                          (f"{EXAMPLES / 't_batch_means.py'}:EqualBatches",
+                           r"EqualBatches is a class, not a subclass of ldpsim.extend.IntervalMethod$")):
         with pytest.raises(ConfigError, match=pattern) as info:
             load_config(dict(QUICK, methods=["BM", text]))
         assert "\n" not in str(info.value)
@@ -305,11 +398,13 @@ def test_a_method_file_in_a_config_is_found_from_the_configs_folder(tmp_path):
 def test_code_numba_cannot_compile_is_at_most_15_lines_naming_the_place(tmp_path, capsys):
     from ldpsim.cli import main
 
-    spec = variant(tmp_path, "    add_iterate(state.acc, theta)", "    add_iterate(state.acc, helper(theta))")
+    spec = variant(tmp_path, "    add_iterate(state.acc, theta)", "    add_iterate(state.acc, helper(theta))",
+                   source=T_SOURCE)
     path = Path(spec.rpartition(":")[0])
-    path.write_text(path.read_text().replace("@register_update(BatchSums)", "def helper(x):\n    return x\n\n\n"
-                                                                             "@register_update(BatchSums)"))
-    config = write(tmp_path, "c.yaml", f"model: quantile\nn: 4000\nreps: 4\nmethods: [BM, {path.name}:MyBatchMeans]\n")
+    path.write_text(path.read_text().replace("@register_update(EqualBatches)", "def helper(x):\n    return x\n\n\n"
+                                                                                "@register_update(EqualBatches)"))
+    config = write(tmp_path, "c.yaml",
+                   f"model: quantile\nn: 4000\nreps: 4\nmethods: [BM, {path.name}:StudentBatchMeans]\n")
     assert main(["run", str(config), "--out", str(tmp_path / "o"), "--quiet"]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert 3 <= len(err) <= 15
@@ -329,22 +424,21 @@ _RUN = textwrap.dedent("""
 
 @pytest.mark.slow  # subprocesses that compile the kernel for the user's record twice
 def test_editing_the_update_gives_new_numbers_never_stale_code(tmp_path):
-    path = write(tmp_path, "edited_bm.py", SOURCE)
+    path = write(tmp_path, "edited_bm.py", T_SOURCE)
     script = write(tmp_path, "run.py", _RUN)
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
 
     def lengths():
-        done = subprocess.run([sys.executable, str(script), f"{path}:MyBatchMeans"], cwd=tmp_path, env=env,
+        done = subprocess.run([sys.executable, str(script), f"{path}:StudentBatchMeans"], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
         return json.loads(done.stdout)
 
     mine, builtin = lengths()
-    assert mine == builtin
-    # (a scale: batch means' variance is blind to a shift of the iterates, not to a scale)
-    path.write_text(SOURCE.replace("add_iterate(state.acc, theta)", "add_iterate(state.acc, 1.5 * theta)"))
+    # (a scale: the batch means' spread is blind to a shift of the iterates, not to a scale)
+    path.write_text(T_SOURCE.replace("add_iterate(state.acc, theta)", "add_iterate(state.acc, 1.5 * theta)"))
     edited, builtin_again = lengths()  # the update is kernel code: a stale kernel would give the old length
-    assert builtin_again == builtin and edited != mine
+    assert builtin_again == builtin and edited == pytest.approx(1.5 * mine, rel=1e-9) and edited != mine
 
 
 def test_examples_are_documented():
@@ -362,7 +456,7 @@ def test_kernels_of_a_users_record_compile_here_not_in_a_worker():
     from ldpsim.recursion import kernels
 
     config = load_config(dict(QUICK, n=5000))
-    makes, _ = _makes(MY_BM, config.settings[0], 1)
+    makes, _ = _makes(T_BM, config.settings[0], 1)
     users = numba.typeof(makes[0](1))
     builtin = numba.typeof(QuantileModel(epsilon=1.0, tau=0.5).kernel_params())
     assert _portable(Kernel(kernels._scalar_path, (builtin,), False)) is not None

@@ -2,7 +2,16 @@
 
 A researcher's method lives in a file of theirs and runs in the coverage
 study beside the built-in ones (docs/extending.md, "Your own interval
-method"). It declares
+method"). A method that needs the sums of the iterates over segments of the
+path (batch means and their kin) declares only
+
+* its **segments**, :meth:`IntervalMethod.segments`: the steps at which they
+  end. The kernels stream the sums as they stream the block bootstrap's
+  blocks (:class:`ldpsim.recursion.kernels.SegmentSums`): no code of the
+  user's runs in the kernel, and the first method's open sum is in a register;
+* its **interval** from one replication's :class:`Segments`.
+
+Any other method declares
 
 * the **state** it streams per replication: a ``typing.NamedTuple`` record of
   arrays (per-replication arrays from :func:`~ldpsim.engine.dialect.lanes.lane_array`,
@@ -28,6 +37,7 @@ from __future__ import annotations
 import inspect
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from numba.core import types
@@ -38,8 +48,24 @@ from ..engine.runs.config import Range
 from ..engine.dialect.dispatch import by_record
 from ..engine.errors import ConfigError
 from ..engine.dialect.jit import OVERLOAD_OPTIONS
-from ..engine.dialect.lanes import LaneArray, LaneArrayType, lane_of
+from ..engine.dialect.lanes import LaneArray, LaneArrayType, lane_array, lane_of
 from .methods import REGISTRY
+
+
+class Segments(NamedTuple):
+    """What a method that asks for segments gets (:meth:`IntervalMethod.segments`): the ends and the iterates' sums.
+
+    Attributes
+    ----------
+    ends : numpy.ndarray
+        ``int64`` ``(K,)``: the segments' last steps ``e_0 < ... < e_{K-1} <= n``.
+    sums : numpy.ndarray
+        ``(K, d)``: ``sums[k] = theta_{e_{k-1} + 1} + ... + theta_{e_k}`` (``e_{-1} = 0``), added left to
+        right, as the kernels' own block and batch sums are (a lane array inside a run's kernel call).
+    """
+
+    ends: np.ndarray
+    sums: object
 
 
 @by_record
@@ -106,6 +132,15 @@ class IntervalMethod:
     ranges: dict = {}
     descriptions: dict = {}
 
+    def segments(self, setting, dim: int):
+        """The steps at which the segments whose iterate sums the method reads end (instead of :meth:`state`).
+
+        An increasing sequence of integers ``e_0 < ... < e_{K-1}``, ``1 <= e_0``,
+        ``e_{K-1} <= setting.n``; :meth:`interval` then gets a :class:`Segments`
+        of them, ``sums[k]`` the sum of the iterates ``e_{k-1} + 1 .. e_k``.
+        """
+        raise NotImplementedError
+
     def state(self, setting, dim: int, lanes: int):
         """The record the kernel streams for one kernel call of ``lanes`` replications side by side.
 
@@ -168,9 +203,12 @@ def prepare(cls: type, text) -> type:
         return cls
     shown = usercode.shown(text) if isinstance(text, str) else cls.__name__
     where = f"methods entry {shown!r}"
-    for required in ("state", "interval"):
-        if getattr(cls, required) is getattr(IntervalMethod, required):
-            raise ConfigError(f"{where}: {cls.__name__} does not define {required}()")
+    if not _own(cls, "interval"):
+        raise ConfigError(f"{where}: {cls.__name__} does not define interval()")
+    if _own(cls, "state") == _own(cls, "segments"):
+        raise ConfigError(f"{where}: {cls.__name__} defines " + ("both state() and segments(); keep one"
+                                                                  if _own(cls, "state") else
+                                                                  "neither state() nor segments(); define one"))
     if not _own(cls, "name") or cls.name is None:
         cls.name = cls.__name__
     if not (isinstance(cls.name, str) and cls.name.strip() and ":" not in cls.name):
@@ -242,8 +280,40 @@ def build(value, options: dict):
 CHECK_STEPS = 8
 
 
+def asks_segments(method) -> bool:
+    """Whether a user's method (an instance) reads segment sums (:meth:`IntervalMethod.segments`), not a state."""
+    return _own(type(method), "segments")
+
+
+def segment_ends(method, shown: str, setting, dim: int) -> np.ndarray:
+    """``method.segments(setting, dim)`` as ``int64`` ends, checked (one-line errors)."""
+    got = call(method, "segments()", shown, method.segments, setting, dim)
+    try:
+        ends = np.asarray(got)
+        valid = ends.ndim == 1 and ends.size > 0 and (ends.dtype.kind in "iu" or (
+            ends.dtype.kind == "f" and np.isfinite(ends).all() and (ends == np.round(ends)).all()))
+    except (TypeError, ValueError):
+        valid = False
+    if not valid:
+        raise ConfigError(f"methods entry {shown!r}: segments() gave {usercode.short(got)}; a non-empty sequence of "
+                          "integer steps is expected")
+    ends = ends.astype(np.int64)
+    n = int(setting.n)
+    if ends[0] < 1 or ends[-1] > n or (np.diff(ends) <= 0).any():
+        raise ConfigError(f"methods entry {shown!r}: segments() gave ends {usercode.short(ends.tolist())}; they must "
+                          f"increase strictly from at least 1 to at most n = {n}")
+    return ends
+
+
 def kernel_state(method, shown: str, setting, dim: int, lanes: int):
-    """``method.state(setting, dim, lanes)``, checked to be a NamedTuple record with a registered update."""
+    """``method.state(setting, dim, lanes)``, checked to be a NamedTuple record with a registered update.
+
+    A method that asks for segments: a :class:`Segments` of its ends, its sums
+    a ``(K, d)`` lane array the kernels' wrapper fills.
+    """
+    if asks_segments(method):
+        ends = segment_ends(method, shown, setting, dim)
+        return Segments(ends, lane_array((ends.shape[0], dim), lanes))
     record = call(method, "state()", shown, method.state, setting, dim, lanes)
     if not (isinstance(record, tuple) and hasattr(type(record), "_fields")):
         raise ConfigError(f"methods entry {shown!r}: state() returned a {type(record).__name__}, not a NamedTuple "
@@ -297,6 +367,8 @@ def check_instance(method, shown: str, setting, dim: int, theta0: float) -> None
         raise ConfigError(f"methods entry {shown!r}: {type(method).__name__}.validate() failed: "
                           f"{usercode.describe_exception(exc)}{_frame(exc, type(method))}") from None
     record = kernel_state(method, shown, setting, dim, 1)
+    if isinstance(record, Segments):  # no code of the user's runs in the kernel
+        return
     theta = float(theta0) if dim == 1 else np.full(dim, float(theta0))
     update = method_update.registry[type(record)]
     for i in range(1, min(CHECK_STEPS, int(setting.n)) + 1):
@@ -350,6 +422,7 @@ def _coordinates(value, what: str, shown: str, dim: int) -> np.ndarray:
     return arr
 
 
-__all__ = ["CHECK_STEPS", "IntervalMethod", "StateMaker", "add_iterate", "bounds", "build", "canonical", "check_instance",
+__all__ = ["CHECK_STEPS", "IntervalMethod", "Segments", "StateMaker", "add_iterate", "asks_segments", "bounds", "build",
+           "canonical", "check_instance",
            "copy_record", "is_user_method", "kernel_state", "label", "lane_state", "method_class", "method_update",
-           "prepare", "register_update", "state_floats"]
+           "prepare", "register_update", "segment_ends", "state_floats"]

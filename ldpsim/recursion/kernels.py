@@ -15,10 +15,10 @@ import numpy as np
 from ..engine.dialect import interrupt
 from ..engine.dialect.interrupt import stop_requested
 from ..engine.dialect.jit import jit
-from ..engine.dialect.lanes import any_lane, lane_array, lane_of, lnot, padded, where
+from ..engine.dialect.lanes import LaneArray, any_lane, lane_array, lane_of, lnot, padded, where
 from ..engine.dialect.rng import kernel_rngs, local_rng, release_rng
 from ..inference.streaming import PathState, StreamLayout
-from ..inference.user_methods import lane_state
+from ..inference.user_methods import Segments, lane_state
 from ..models.base import add_gradient_at, constrain, gradient_at, observe
 from .steps import (EXACT_STEPS_BELOW, FIRST_FILL, RATIO_CHUNK, buffered_step_size, fill_step_ratios,  # noqa: F401
                     step_ratio, step_ratio_coefficients, step_size)
@@ -82,77 +82,111 @@ def sn_read(s, a, t, ref, fk):
 # gradient of exactly -0.0, which no model produces).
 # The kernels are specialised at compile time on what a run needs: numba
 # compiles a separate loop for ``batch_size=None`` (one observation a step, no
-# inner loop), ``blocks=None`` (no block bootstrap) and ``batches=None`` (no
-# batch means), and drops the code that serves them. The random-scaling sums
+# inner loop), ``blocks=None`` (no block bootstrap), ``batches=None`` (no
+# batch means) and ``segments=None`` (no users' segments beyond the batch
+# stream), and drops the code that serves them. The random-scaling sums
 # always run: they also give theta_bar and detect a diverging path. A step
 # does only what every step does; whatever happens at some steps (a block or
 # a batch ends, a power of two, a refill of the step ratios) waits behind one
 # test, ``i == event``, the nearest of those steps.
 
 
-class BlockStreams(NamedTuple):
-    """The block sums of several block lengths, filled in one pass (settings that share a path).
+class SegmentSums(NamedTuple):
+    """Sums of the iterates over segments of the path, several streams of segments filled in one pass.
 
-    Stream ``g`` has blocks of length ``lens[g]`` ending at ``lens[g], 2 lens[g], ...,
-    count[g] lens[g]``; block ``j`` of stream ``g`` is written to
-    ``out[first[g] + j]``. Each stream adds every iterate to its own
-    accumulator, left to right, so its sums are those of a run with that block
-    length alone, to the bit.
+    Stream ``g``'s segments end at steps ``ends[first[g]] < ... < ends[stop[g] - 1] <= n``
+    (its first segment starts at step 1, each next one after the previous end),
+    and the sum of its segment ``j`` goes to ``out[first[g] + j]``. The block
+    bootstrap's blocks are such streams, one per block length (settings that
+    share a path), and so are the segments users' interval methods ask for
+    (:meth:`ldpsim.extend.IntervalMethod.segments`). Each stream adds every
+    iterate to its own accumulator, left to right, so its sums are those of a
+    run with that stream alone, to the bit.
 
     Attributes
     ----------
-    lens, count, first : numpy.ndarray
-        ``int64`` ``(G,)``: block length, number of blocks and first row in ``out``.
-    ends, cursor : numpy.ndarray
-        ``int64`` ``(G,)`` work arrays: the step at which the open block ends
-        (``n + 1`` when the stream is full) and the row it goes to.
+    ends : numpy.ndarray
+        ``int64`` ``(sum of the streams' segments,)``: every stream's segment ends, stream by stream.
+    first, stop : numpy.ndarray
+        ``int64`` ``(G,)``: the rows of stream ``g`` are ``first[g] .. stop[g] - 1``.
+    cursor : numpy.ndarray
+        ``int64`` ``(G,)`` work array: the row of the open segment of each stream.
     acc : numpy.ndarray
-        ``(G,)`` (scalar kernel) or ``(G, d)`` (vector kernel) open block sums.
+        ``(G,)`` (scalar kernel) or ``(G, d)`` (vector kernel) open segment sums.
     out : numpy.ndarray
-        ``(sum(count),)`` or ``(sum(count), d)``: every stream's block sums.
+        ``(len(ends),)`` or ``(len(ends), d)``: every stream's segment sums.
     """
 
-    lens: np.ndarray
-    count: np.ndarray
-    first: np.ndarray
     ends: np.ndarray
+    first: np.ndarray
+    stop: np.ndarray
     cursor: np.ndarray
     acc: np.ndarray
     out: np.ndarray
 
 
 @jit
-def _open_blocks(blocks, n):
-    """Reset the streams; the step of the first block end."""
-    for g in range(blocks.lens.shape[0]):
-        blocks.cursor[g] = blocks.first[g]
-        blocks.ends[g] = blocks.lens[g] if blocks.count[g] > 0 else n + 1
-    blocks.acc[:] = 0.0
-    return blocks.ends.min()
+def _next_end(sums, n):
+    """The nearest step at which a segment of ``sums`` ends (``n + 1``: none)."""
+    nearest = n + 1
+    for g in range(sums.first.shape[0]):
+        row = sums.cursor[g]
+        if row < sums.stop[g]:
+            nearest = min(nearest, sums.ends[row])
+    return nearest
 
 
 @jit
-def _close_blocks(blocks, i, n):
-    """Store the sums of the blocks that end at step ``i``; the step of the next block end."""
-    for g in range(blocks.lens.shape[0]):
-        if blocks.ends[g] == i:
-            row = blocks.cursor[g]
-            blocks.out[row] = blocks.acc[g]
-            blocks.acc[g] = 0.0
-            blocks.cursor[g] = row + 1
-            blocks.ends[g] = i + blocks.lens[g] if row + 1 < blocks.first[g] + blocks.count[g] else n + 1
-    return blocks.ends.min()
+def _open_segments(sums, n):
+    """Reset the streams; the step of the first segment end."""
+    for g in range(sums.first.shape[0]):
+        sums.cursor[g] = sums.first[g]
+    sums.acc[:] = 0.0
+    return _next_end(sums, n)
+
+
+@jit
+def _close_segments(sums, i, n):
+    """Store the sums of the segments that end at step ``i``; the step of the next segment end."""
+    for g in range(sums.first.shape[0]):
+        row = sums.cursor[g]
+        if row < sums.stop[g] and sums.ends[row] == i:
+            sums.out[row] = sums.acc[g]
+            sums.acc[g] = 0.0
+            sums.cursor[g] = row + 1
+    return _next_end(sums, n)
+
+
+@jit(inline=True)
+def _add_to_each(acc, theta):
+    """The vector kernel's step of a :class:`SegmentSums`: the iterate ``theta`` added to each stream's open sum."""
+    for r in range(acc.shape[0]):
+        for q in range(theta.shape[0]):
+            acc[r, q] += theta[q]
+
+
+@jit(inline=True)
+def _close_segments_held(sums, acc0, i, n):
+    """:func:`_close_segments` with stream 0's open sum held by the scalar kernel in a register (``acc0``).
+
+    Returns the register's new value and the step of the next segment end.
+    """
+    sums.acc[0] = acc0
+    nearest = _close_segments(sums, i, n)
+    return sums.acc[0], nearest
 
 
 @jit
 def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_ends, batches, stop, out, steps, zoo,
-                 users):
+                 users, segments):
     # Lane-generic (ldpsim.engine.dialect.lanes): one path, theta in a register, or L side by side (rngs of L
     # generators, LaneArray blocks, batches and outputs), theta a vector register. On return
     # out = (theta_bar, V_n) and steps[0] = n, or the step at which the path stopped (it diverged, or the run
     # was interrupted); a lane that stopped keeps computing, unrecorded. zoo: the method zoo's paths and
     # state on the same observations (ldpsim.recursion.zoo; None: none, and no code for them). users: the users'
     # methods' states, updated after each step (ldpsim.recursion.user_methods; None: none, and no code for them).
+    # blocks, segments: SegmentSums of the block bootstrap's blocks and of the segments users' methods ask for
+    # (None: none, and no code for them), each with its first stream's open sum in a register.
     gen = local_rng(rngs)  # the generators' states in registers; release_rng writes them back
     zgens = zoo_begin(zoo)
     zon = zoo_on(zoo)
@@ -167,9 +201,15 @@ def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_en
     next_block = n + 1
     n_acc = 0
     if blocks is not None:
-        next_block = _open_blocks(blocks, n)
+        next_block = _open_segments(blocks, n)
         n_acc = blocks.acc.shape[0]
     acc0 = 0.0  # the first stream's open block sum lives in a register, the others in blocks.acc
+    next_segment = n + 1
+    n_seg = 0
+    if segments is not None:
+        next_segment = _open_segments(segments, n)
+        n_seg = segments.acc.shape[0]
+    seg0 = 0.0  # as acc0, for the users' segments
     k = 0
     batch = 0.0
     batch_end = n + 1
@@ -203,14 +243,19 @@ def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_en
             acc0 += theta
             for r in range(1, n_acc):
                 blocks.acc[r] += theta
+        if segments is not None:
+            seg0 += theta
+            for r in range(1, n_seg):
+                segments.acc[r] += theta
         if batches is not None:
             batch += theta
         if i == event:
             if blocks is not None:
                 if i == next_block:
-                    blocks.acc[0] = acc0
-                    next_block = _close_blocks(blocks, i, n)
-                    acc0 = blocks.acc[0]
+                    acc0, next_block = _close_segments_held(blocks, acc0, i, n)
+            if segments is not None:
+                if i == next_segment:
+                    seg0, next_segment = _close_segments_held(segments, seg0, i, n)
             if batches is not None:
                 if i == batch_end:
                     batches[k] = batch
@@ -234,7 +279,7 @@ def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_en
                     stopped = where(running, i, stopped)
                     running = False
                     break
-            event = min(next_block, batch_end, pow2, next_fill)
+            event = min(next_block, batch_end, pow2, next_fill, next_segment)
     release_rng(rngs, gen)
     zoo_end(zoo, zgens)
     theta_bar, v = sn_read(s, a, t, ref, float(n))
@@ -245,8 +290,9 @@ def _scalar_path(params, rngs, n, batch_size, c, gamma, theta0, blocks, batch_en
 
 @jit
 def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, t, blocks, batch_ends, batches,
-                 batch, stop, steps, zoo, users):
-    # The scalar kernel coordinate by coordinate, lane-generic as it is; theta starts at theta0 and
+                 batch, stop, steps, zoo, users, segments):
+    # The scalar kernel coordinate by coordinate, lane-generic as it is (every segment sum in memory); theta starts at
+    # theta0 and
     # ref, s, a, t and batch are zeroed (d,) work arrays of the wrapper (LaneArrays for lanes).
     # On return theta holds theta_bar, s holds V_n and steps[0] the steps completed. After each step the
     # model may map theta back into its parameter space (constrain: the Huber models' scale; a no-op else).
@@ -261,7 +307,10 @@ def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, 
         ref[q] = theta[q]
     next_block = n + 1
     if blocks is not None:
-        next_block = _open_blocks(blocks, n)
+        next_block = _open_segments(blocks, n)
+    next_segment = n + 1
+    if segments is not None:
+        next_segment = _open_segments(segments, n)
     k = 0
     batch_end = n + 1
     if batches is not None:
@@ -299,17 +348,19 @@ def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, 
         for q in range(d):
             s[q], a[q], t[q] = sn_add(s[q], a[q], t[q], theta[q], ref[q], fi)
         if blocks is not None:
-            acc = blocks.acc
-            for r in range(acc.shape[0]):
-                for q in range(d):
-                    acc[r, q] += theta[q]
+            _add_to_each(blocks.acc, theta)
+        if segments is not None:
+            _add_to_each(segments.acc, theta)
         if batches is not None:
             for q in range(d):
                 batch[q] += theta[q]
         if i == event:
             if blocks is not None:
                 if i == next_block:
-                    next_block = _close_blocks(blocks, i, n)
+                    next_block = _close_segments(blocks, i, n)
+            if segments is not None:
+                if i == next_segment:
+                    next_segment = _close_segments(segments, i, n)
             if batches is not None:
                 if i == batch_end:
                     batches[k] = batch
@@ -332,7 +383,7 @@ def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, 
                     stopped = where(running, i, stopped)
                     running = False
                     break
-            event = min(next_block, batch_end, pow2, next_fill)
+            event = min(next_block, batch_end, pow2, next_fill, next_segment)
     release_rng(rngs, gen)
     zoo_end(zoo, zgens)
     for q in range(d):
@@ -340,20 +391,64 @@ def _vector_path(params, rngs, n, batch_size, c, gamma, theta, grad, ref, s, a, 
     steps[0] = where(running, n, stopped)
 
 
+def segment_sums(streams, d: int, lanes: int = 1):
+    """The :class:`SegmentSums` of ``streams`` (each an increasing array of segment ends) and each one's rows.
+
+    ``None, []`` for no streams.
+    """
+    if not streams:
+        return None, []
+    count = np.array([len(ends) for ends in streams], dtype=np.int64)
+    stop = np.cumsum(count).astype(np.int64)
+    first = stop - count
+    total = int(stop[-1])
+    g = len(streams)
+    sums = SegmentSums(np.concatenate([np.asarray(e, dtype=np.int64) for e in streams]), first, stop,
+                       first.copy(), lane_array((g,) if d == 1 else (g, d), lanes),
+                       lane_array((total,) if d == 1 else (total, d), lanes))
+    return sums, [(int(lo), int(hi)) for lo, hi in zip(first, stop)]
+
+
 def _block_streams(layouts, d: int, lanes: int = 1):
-    """The :class:`BlockStreams` of the distinct block lengths of ``layouts`` (``None`` if none has blocks)."""
+    """The :class:`SegmentSums` of the distinct block lengths of ``layouts`` and ``{length: rows}`` (``None, {}``)."""
     lens = sorted({lay.block_len for lay in layouts if lay.n_blocks > 0})
-    if not lens:
-        return None, {}
     n = layouts[0].n
-    count = np.array([n // length for length in lens], dtype=np.int64)
-    first = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
-    shape = (len(lens),) if d == 1 else (len(lens), d)
-    out_shape = (int(count.sum()),) if d == 1 else (int(count.sum()), d)
-    streams = BlockStreams(np.array(lens, dtype=np.int64), count, first, np.zeros(len(lens), dtype=np.int64),
-                           np.zeros(len(lens), dtype=np.int64), lane_array(shape, lanes), lane_array(out_shape, lanes))
-    rows = {length: (int(first[g]), int(first[g] + count[g])) for g, length in enumerate(lens)}
-    return streams, rows
+    streams, rows = segment_sums([length * np.arange(1, n // length + 1, dtype=np.int64) for length in lens], d, lanes)
+    return streams, dict(zip(lens, rows))
+
+
+def _user_segments(records, batch_ends, d: int, lanes: int):
+    """Where the sums of the users' methods among ``records`` that ask for segments are streamed.
+
+    The kernels' batch stream (one stream, its open sum in a register: the
+    built-in BM's) serves the first method whose ends are the batches' or, in
+    a run without the batches, the first such method; the others go to a
+    :class:`SegmentSums`. Returns ``(batch_ends, segments, from_batches,
+    from_segments)``: the batch ends the kernel streams (empty: none), the
+    :class:`SegmentSums` (``None``: none), the records served by the batch
+    stream and the ``(record, rows)`` served by ``segments``.
+    """
+    from_batches, rest = [], []
+    for record in (r for r in records if isinstance(r, Segments)):
+        if batch_ends.shape[0] == 0:
+            batch_ends = record.ends
+        if np.array_equal(record.ends, batch_ends):
+            from_batches.append(record)
+        else:
+            rest.append(record)
+    segments, rows = segment_sums([r.ends for r in rest], d, lanes)
+    return batch_ends, segments, from_batches, list(zip(rest, rows))
+
+
+def _fill_segments(batches, from_batches, segments, from_segments) -> None:
+    """Copy each method's segment sums from the kernel's arrays into its record (``(K, d)`` per lane)."""
+    def plain(array):
+        return array.array if isinstance(array, LaneArray) else array
+
+    for record in from_batches:
+        plain(record.sums)[...] = plain(batches).reshape(plain(record.sums).shape)
+    for record, (lo, hi) in from_segments:
+        plain(record.sums)[...] = plain(segments.out)[lo:hi].reshape(plain(record.sums).shape)
 
 
 def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, layouts, batch_size: int = 1,
@@ -375,6 +470,10 @@ def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, 
     state record (:mod:`ldpsim.inference.user_methods`); their states are
     updated in this pass, and each replication's copies are its states'
     ``own`` (:class:`~ldpsim.inference.streaming.PathState`), in this order.
+    A method that asks for segments (its record a
+    :class:`~ldpsim.inference.user_methods.Segments`) has them streamed by the
+    batch stream when its ends are the batches' or no batches are streamed
+    (the first such), else by a :class:`SegmentSums` beside it.
     """
     count = len(gens)
     width = width or count
@@ -388,18 +487,19 @@ def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, 
         zoo_paths = build_zoo(zoo, params, d, {name: kernel_rngs(padded(zoo_gens[name], width))
                                               for name in zoo_gens}, lanes)
     user_states = [make(lanes) for make in users] if users else []
-    user_chain = chain(user_states)
+    user_chain = chain([r for r in user_states if not isinstance(r, Segments)])  # the methods with an update
     per_step = None if batch_size == 1 else int(batch_size)  # None: the loop without a mini-batch
     blocks, rows = _block_streams(layouts, d, lanes)
     with_batches = [lay for lay in layouts if lay.batch_ends.shape[0] > 0]
     batch_ends = with_batches[0].batch_ends if with_batches else np.zeros(0, dtype=np.int64)
-    batches = lane_array(batch_ends.shape[0] if d == 1 else (batch_ends.shape[0], d), lanes) if with_batches \
-        else None
+    batch_ends, segments, from_batches, from_segments = _user_segments(user_states, batch_ends, d, lanes)
+    batches = lane_array(batch_ends.shape[0] if d == 1 else (batch_ends.shape[0], d), lanes) \
+        if batch_ends.shape[0] > 0 else None
     steps = lane_array(1, lanes, 0, np.int64)
     if d == 1:  # the scalar kernel keeps theta in a register: a third faster than d = 1 arrays
         out = lane_array(2, lanes, np.nan)  # theta_bar, V_n
         _scalar_path(params, rng, int(n), per_step, float(c), float(gamma), float(theta0), blocks, batch_ends,
-                     batches, interrupt.FLAG, out, steps, zoo_paths, user_chain)
+                     batches, interrupt.FLAG, out, steps, zoo_paths, user_chain, segments)
 
         def ends(lane):
             return lane_of(out, lane)[:1].copy(), lane_of(out, lane)[1:].copy()
@@ -407,11 +507,12 @@ def run_paths_lanes(model, gens, n: int, c: float, gamma: float, theta0: float, 
         theta = lane_array(d, lanes, float(theta0))
         work = [lane_array(d, lanes) for _ in range(6)]  # grad, ref, s, a, t, batch
         _vector_path(params, rng, int(n), per_step, float(c), float(gamma), theta, *work[:5], blocks,
-                     batch_ends, batches, work[5], interrupt.FLAG, steps, zoo_paths, user_chain)
+                     batch_ends, batches, work[5], interrupt.FLAG, steps, zoo_paths, user_chain, segments)
 
         def ends(lane):  # theta holds theta_bar, s holds V_n
             return lane_of(theta, lane).copy(), lane_of(work[2], lane).copy()
     interrupt.check()  # a path stopped by Ctrl-C is no result
+    _fill_segments(batches, from_batches, segments, from_segments)
     result = []
     for lane in range(count):
         own = [lane_state(state, lane) for state in user_states] if users else None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..inference.streaming import PathState, StreamLayout
-from ..inference.user_methods import method_update
+from ..inference.user_methods import Segments, method_update
 from ..inference.zoo.twins import higrad_branch_twin, obm_add_twin, obm_recentre_twin, plugin_add_twin
 from ..models import add_gradient_at, constrain, gradient_at, observe
 from ..models.base import sharing_observation
@@ -99,6 +99,8 @@ def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
                     twin.observe(obs, i, eta)
 
     own = [make(1) for make in users] if users else None
+    updated = [r for r in own or () if not isinstance(r, Segments)]
+    segmented = [_SegmentTwin(r, d) for r in own or () if isinstance(r, Segments)]
 
     def done(state, path):
         state.own = own
@@ -124,8 +126,10 @@ def path_twin(model, gen: np.random.Generator, n: int, c: float, gamma: float, t
             constrain(params, theta)
         if twin is not None:
             twin.main(i, theta)
-        for record in own or ():  # the main path's iterate: a number for a scalar model, as the kernel passes it
+        for record in updated:  # the main path's iterate: a number for a scalar model, as the kernel passes it
             method_update(record, i, theta[0] if d == 1 else theta)
+        for segments in segmented:
+            segments.step(i, theta)
         path[i - 1] = theta
         for q in range(d):
             s[q] += theta[q] - ref[q]
@@ -280,6 +284,19 @@ class ZooTwin:
         if self.spec.plugin:
             out["plugin_oracle"] = self.smat.copy()
         return out
+
+
+class _SegmentTwin:
+    """A :class:`~ldpsim.inference.user_methods.Segments` record's sums, as the kernels stream them."""
+
+    def __init__(self, record: Segments, d: int):
+        self.record, self.acc, self.row = record, np.zeros(d), 0
+
+    def step(self, i: int, theta: np.ndarray) -> None:
+        self.acc += theta
+        if self.row < self.record.ends.shape[0] and i == self.record.ends[self.row]:
+            self.record.sums[self.row] = self.acc
+            self.acc, self.row = np.zeros(self.acc.shape[0]), self.row + 1
 
 
 def _with_blocks(state: PathState, path: np.ndarray, layout: StreamLayout) -> PathState:
