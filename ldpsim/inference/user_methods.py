@@ -6,9 +6,10 @@ method"). A method that needs the sums of the iterates over segments of the
 path (batch means and their kin) declares only
 
 * its **segments**, :meth:`IntervalMethod.segments`: the steps at which they
-  end. The kernels stream the sums as they stream the block bootstrap's
-  blocks (:class:`ldpsim.recursion.kernels.SegmentSums`): no code of the
-  user's runs in the kernel, and the first method's open sum is in a register;
+  end. The kernels stream the sums as data, no code of the user's in the
+  kernel: the batch stream (the built-in BM's, its open sum in a register)
+  serves a method with BM's ends or, in a run without BM, the first such
+  method; others go to a :class:`ldpsim.recursion.kernels.SegmentSums` beside it;
 * its **interval** from one replication's :class:`Segments`.
 
 Any other method declares
